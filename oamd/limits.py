@@ -1,0 +1,62 @@
+"""Every limit of the protocol and of the daemon, as a named constant with the error past it."""
+
+from __future__ import annotations
+
+__all__ = [
+    "DEFAULT_TOOL_TIMEOUT_SECONDS",
+    "MAX_ID_CHARS",
+    "MAX_LINE_BYTES",
+    "MAX_NPCS",
+    "MAX_SAFE_INTEGER",
+    "MAX_SESSIONS",
+    "MAX_SUBSCRIPTIONS",
+    "MAX_TIMEOUT_SECONDS",
+    "MAX_TOOL_NAME_CHARS",
+    "MAX_WORLDS",
+    "PROTOCOL_VERSION",
+    "RECOMMENDED_MAX_TOOLS",
+    "SHUTDOWN_GRACE_SECONDS",
+    "WRITE_GRACE_SECONDS",
+]
+
+PROTOCOL_VERSION = "1.0"
+"""The bridge protocol version served; ``initialize`` with another major version fails -32602."""
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""Largest numeric request id in magnitude; beyond it (or non-finite) the message fails -32600."""
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""Default longest input line; a longer one is skipped unread and answered -32600 (``--max-line``)."""
+
+MAX_SESSIONS = 64
+"""Live sessions per connection; ``session/create`` beyond it fails -32022 ``session_limit``."""
+
+MAX_NPCS = 128
+"""Live NPCs per connection; ``npc/create`` beyond it fails -32055 ``limit_reached``."""
+
+MAX_WORLDS = 64
+"""Live worlds per connection; ``world/create`` beyond it fails -32055 ``limit_reached``."""
+
+MAX_SUBSCRIPTIONS = 256
+"""Live world subscriptions per connection; beyond it ``world/subscribe`` fails -32055."""
+
+MAX_ID_CHARS = 128
+"""Longest session/NPC/world id; longer ids fail -32602."""
+
+MAX_TOOL_NAME_CHARS = 64
+"""Longest tool name (``A–Z a–z 0–9 _ - .``); longer names fail -32602."""
+
+RECOMMENDED_MAX_TOOLS = 5
+"""More tools than this in one session or NPC produce a warning (Apple recommends 3–5)."""
+
+MAX_TIMEOUT_SECONDS = 86400.0
+"""Largest ``…TimeoutSeconds`` value (one day); larger, negative or non-finite fail -32602."""
+
+DEFAULT_TOOL_TIMEOUT_SECONDS = 120.0
+"""Time the engine has to answer a ``tool/call`` unless the session or tool says otherwise."""
+
+SHUTDOWN_GRACE_SECONDS = 2.0
+"""How long ``shutdown`` (and end of input) waits for cancelled work to send its error responses."""
+
+WRITE_GRACE_SECONDS = 2.0
+"""How long the last writes of a closing connection may take before they are abandoned."""

@@ -1,0 +1,114 @@
+"""The stdio transport: the protocol on fds 0 and 1, read and written by the event loop.
+
+While serving, the protocol owns fd 1: it is duplicated for the protocol and fd 1 itself is pointed
+at stderr, so a stray ``print`` or a chatty native library cannot corrupt the wire. Pipes and ttys
+are read through asyncio's pipe transports (no thread per read); regular files, which asyncio cannot
+watch, fall back to reads and writes in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+from anyio.abc import ByteStream
+
+__all__ = ["stdio_stream"]
+
+_CHUNK = 65536
+
+
+def _is_pollable(fd: int) -> bool:
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+class _StdioStream(ByteStream):
+    def __init__(
+        self,
+        reader: asyncio.StreamReader | None,
+        writer: asyncio.StreamWriter | None,
+        in_fd: int,
+        out_fd: int,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._in_fd = in_fd
+        self._out_fd = out_fd
+
+    async def receive(self, max_bytes: int = _CHUNK) -> bytes:
+        if self._reader is not None:
+            data = await self._reader.read(max_bytes)
+        else:
+            data = await anyio.to_thread.run_sync(os.read, self._in_fd, max_bytes)
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def send(self, item: bytes) -> None:
+        try:
+            if self._writer is not None:
+                self._writer.write(item)
+                await self._writer.drain()
+            else:
+                await anyio.to_thread.run_sync(_write_all, self._out_fd, item)
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise anyio.BrokenResourceError from exc
+
+    async def send_eof(self) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+@asynccontextmanager
+async def stdio_stream(guard_stdout: bool = True) -> AsyncIterator[ByteStream]:
+    """Yields a byte stream over stdin/stdout; with ``guard_stdout``, fd 1 points at stderr meanwhile."""
+    loop = asyncio.get_running_loop()
+    in_fd = sys.stdin.fileno()
+    out_fd = os.dup(1)  # the protocol's private copy of stdout; not inherited by children
+    saved_stdout = sys.stdout
+    if guard_stdout:
+        sys.stdout.flush()
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    reader: asyncio.StreamReader | None = None
+    writer: asyncio.StreamWriter | None = None
+    read_transport: asyncio.BaseTransport | None = None
+    try:
+        if _is_pollable(in_fd):
+            reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
+            read_transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
+                os.fdopen(os.dup(in_fd), "rb", buffering=0),
+            )
+        if _is_pollable(out_fd):
+            out_file = os.fdopen(out_fd, "wb", buffering=0)
+            w_transport, w_protocol = await loop.connect_write_pipe(
+                lambda: asyncio.streams.FlowControlMixin(loop=loop), out_file
+            )
+            writer = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
+        yield _StdioStream(reader, writer, in_fd, out_fd)
+    finally:
+        if writer is not None:
+            writer.close()
+        else:
+            os.close(out_fd)
+        if read_transport is not None:
+            read_transport.close()
+        if guard_stdout:
+            sys.stdout = saved_stdout
