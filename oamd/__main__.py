@@ -1,0 +1,7 @@
+"""``python -m oamd``."""
+
+import sys
+
+from oamd.cli import main
+
+sys.exit(main())

@@ -1,0 +1,208 @@
+"""The model interface every backend implements, and what a backend can do.
+
+A backend turns one ``GenerationRequest`` (messages, offered tools, an optional output schema,
+sampling) into a stream of ``TextDelta`` / ``ToolCallRequest`` / ``Usage`` items. It reports its
+``ModelCapabilities`` so the agent picks the tool loop (native tool calls, or the JSON envelope for
+text-only models) and whether to ask for constrained JSON. Failures are ``ModelError``s carrying
+the protocol's ``data.code`` (``guardrail_violation``, ``rate_limited`` with ``retry_after`` …).
+Cancellation is the caller's cancel scope: a backend must stop generating when it is cancelled
+and run blocking work in worker threads, never on the event loop.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from oamd.errors import ModelError
+
+__all__ = [
+    "Availability",
+    "ChatMessage",
+    "GenerationEvent",
+    "GenerationRequest",
+    "LanguageModel",
+    "ModelCapabilities",
+    "ModelError",
+    "Sampling",
+    "TextDelta",
+    "ToolCallRequest",
+    "ToolSpec",
+    "Usage",
+    "estimate_tokens",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCapabilities:
+    native_tools: bool = False
+    """Tool calls through an API (OpenAI ``tools``, LiteRT-LM, the scripted model)."""
+    constrained_json: bool = False
+    """Decoding can be constrained to a JSON Schema (llama.cpp grammars, ``response_format``)."""
+    prefix_cache: bool = False
+    """A byte-stable prompt prefix is reused across steps."""
+    streaming: bool = True
+    context_size: int = 8192
+    """Input + output tokens the model can hold."""
+    max_output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Availability:
+    """``model/availability``: Apple's fields plus Android's ``status`` and ``detail``."""
+
+    available: bool
+    reason: str | None = None
+    """When unavailable: ``device_not_eligible``, ``model_not_ready``, ``not_configured``, ``unknown``…"""
+    status: str = "available"
+    """``available``, ``downloadable``, ``downloading`` or ``unavailable``."""
+    detail: str | None = None
+    context_size: int | None = None
+    variant: str | None = None
+    supported_languages: tuple[str, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"available": self.available}
+        if self.reason is not None:
+            out["reason"] = self.reason
+        out["status"] = self.status
+        if self.detail is not None:
+            out["detail"] = self.detail
+        if self.context_size is not None:
+            out["contextSize"] = self.context_size
+        if self.variant is not None:
+            out["variant"] = self.variant
+        if self.supported_languages:
+            out["supportedLanguages"] = list(self.supported_languages)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as offered to the model."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ChatMessage:
+    """One entry of the prompt. ``role`` is ``system``, ``user``, ``assistant`` or ``tool``."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    """Assistant messages: the calls the model made."""
+    tool_call_id: str | None = None
+    """Tool messages: which call this output answers."""
+    tool_name: str | None = None
+    output: Any = None
+    """Tool messages: the output as the engine returned it (a string or any JSON)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    temperature: float | None = None
+    greedy: bool = False
+    top_k: int | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+
+
+@dataclass(slots=True)
+class GenerationRequest:
+    messages: list[ChatMessage]
+    tools: list[ToolSpec] = field(default_factory=list)
+    tool_mode: str = "none"
+    """``allowed``, ``required``, ``none``, or a tool name the step must call."""
+    schema: dict[str, Any] | None = None
+    """When set, the answer must be JSON valid against it (constrained where the backend can)."""
+    sampling: Sampling = field(default_factory=Sampling)
+    kind: str = "answer"
+    """What the step is for: ``answer``, ``structured``, ``decide``, ``toolArguments``…"""
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    name: str
+    arguments: dict[str, Any]
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+
+
+GenerationEvent = TextDelta | ToolCallRequest | Usage
+
+
+def estimate_tokens(text: str) -> int:
+    """The chars/4 estimate used where a backend has no tokenizer at hand."""
+    return (len(text) + 3) // 4
+
+
+class LanguageModel(ABC):
+    """A model backend. One instance may serve many sessions concurrently."""
+
+    name: str = "model"
+    capabilities: ModelCapabilities = ModelCapabilities()
+
+    @abstractmethod
+    async def availability(self) -> Availability: ...
+
+    def cached_availability(self) -> Availability | None:
+        """The availability known without I/O, or ``None`` (then ``availability`` is awaited).
+
+        Lets ``initialize`` answer in arrival order when nothing has to be asked."""
+        return None
+
+    @abstractmethod
+    def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+        """Streams one model step. Raises ``ModelError`` for model failures."""
+
+    async def count_tokens(self, text: str) -> int:
+        return estimate_tokens(text)
+
+    async def aclose(self) -> None:
+        """Releases the backend's resources (processes, threads, JVM objects)."""
+        return None
+
+
+class UnconfiguredModel(LanguageModel):
+    """Stands for ``"system"`` when no backend was configured: unavailable, with how to fix it."""
+
+    name = "none"
+
+    async def availability(self) -> Availability:
+        return self.cached_availability()
+
+    def cached_availability(self) -> Availability:
+        return Availability(
+            available=False,
+            reason="not_configured",
+            status="unavailable",
+            detail=(
+                "No system model is configured. Start oamd with --model (or set OAMD_MODEL), "
+                "e.g. --model openai:http://127.0.0.1:8080/v1 or --model llamacpp:/path/model.gguf; "
+                'sessions with "model": {"type": "scripted", ...} work without one.'
+            ),
+        )
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+        raise ModelError("model_unavailable", "No system model is configured (see --model).")
+        yield  # pragma: no cover - makes this an async generator
+
+
+__all__ += ["UnconfiguredModel"]

@@ -1,0 +1,1 @@
+"""Thin adapters, one module per namespace: parse params, call the domain, shape the result."""

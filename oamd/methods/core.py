@@ -1,0 +1,120 @@
+"""Core methods (§5): ``initialize``, ``ping``, ``model/availability``, ``shutdown``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+
+from oamd import __version__
+from oamd.errors import InvalidParams
+from oamd.limits import MAX_SESSIONS, PROTOCOL_VERSION
+from oamd.methods.state import BridgeState
+from oamd.rpc import Deferred, Registry, Reply, Request, Result
+
+__all__ = ["register"]
+
+
+class _InitializeParams(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    client: dict[str, Any] | None = None
+    protocolVersion: str | None = None
+
+
+_INITIALIZE = TypeAdapter(_InitializeParams)
+
+
+def _check_version(version: str | None) -> None:
+    if version is None:
+        return
+    major = version.split(".", 1)[0]
+    if major != PROTOCOL_VERSION.split(".", 1)[0]:
+        raise InvalidParams(
+            f"'protocolVersion' {version!r} is not supported; this bridge speaks "
+            f"{PROTOCOL_VERSION}."
+        )
+
+
+def _capabilities(registry: Registry, state: BridgeState) -> dict[str, Any]:
+    return {
+        "methods": registry.methods,
+        "notifications": registry.notifications,
+        "clientRequests": registry.client_requests,
+        "streaming": True,
+        "clientTools": True,
+        "structuredOutput": True,
+        "models": state.config.models.model_types(),
+        "maxSessions": MAX_SESSIONS,
+        "batch": False,
+    }
+
+
+def _with_availability(state: BridgeState, shape: Callable[[Any], dict[str, Any]]) -> Reply:
+    """Answers at once when the system model's availability is known without I/O."""
+    model = state.config.models
+    known = model.cached_availability()
+    if known is not None:
+        return Result(shape(known))
+
+    async def work() -> dict[str, Any]:
+        return shape(await model.availability())
+
+    return Deferred(work)
+
+
+def register(registry: Registry) -> None:
+    def initialize(req: Request) -> Reply:
+        p = _INITIALIZE.validate_python(req.params)
+        _check_version(p.protocolVersion)
+        state: BridgeState = req.state
+
+        def result(availability: Any) -> dict[str, Any]:
+            return {
+                "protocolVersion": PROTOCOL_VERSION,
+                "server": {"name": "oamd", "version": __version__},
+                "capabilities": _capabilities(registry, state),
+                "model": availability.to_wire(),
+            }
+
+        return _with_availability(state, result)
+
+    def ping(req: Request) -> Result:
+        return Result({})
+
+    def model_availability(req: Request) -> Reply:
+        return _with_availability(req.state, lambda availability: availability.to_wire())
+
+    def shutdown(req: Request) -> Deferred:
+        conn = req.conn
+        conn.begin_shutdown()  # every later request fails -32023, in arrival order
+
+        async def work() -> dict[str, Any]:
+            await conn.cancel_all()
+            conn.close_after_reply()
+            return {}
+
+        return Deferred(work)
+
+    registry.register("initialize", initialize)
+    registry.register("ping", ping)
+    registry.register("model/availability", model_availability)
+    registry.register("shutdown", shutdown)
+
+
+def register_test_methods(registry: Registry) -> None:
+    """``test/sleep {ms}`` → ``{"slept": ms}`` after sleeping: deferred work for ordering tests."""
+
+    def sleep(req: Request) -> Deferred:
+        ms = req.params.get("ms", 0)
+        if isinstance(ms, bool) or not isinstance(ms, int | float) or not 0 <= ms <= 60_000:
+            raise InvalidParams("'ms' must be a number from 0 to 60000.")
+
+        async def work() -> dict[str, Any]:
+            await anyio.sleep(ms / 1000)
+            return {"slept": ms}
+
+        return Deferred(work)
+
+    registry.register("test/sleep", sleep)

@@ -1,0 +1,302 @@
+"""Connection: the engine of one client. Reads lines, dispatches in arrival order, answers once.
+
+Ordering (§2). One reader handles messages strictly in arrival order: a handler validates and
+does its order-sensitive step before the next message is looked at, and anything slow runs as
+deferred work, concurrently. Replies to our own requests (``tool/call``, ids ``t-<n>``) resolve
+their waiter the moment they are read and never wait behind anything.
+
+Delivery. Every outgoing message goes through the one ``Outbox`` in production order, so the
+events and ``tool/call``s a request causes precede its response. Every request gets exactly one
+response: handlers' exceptions, deferred failures and cancellations all become error responses
+at the single boundary ``to_wire_error``. Cancelled work answers -32009.
+
+Lifecycle: running → shut down (``shutdown`` received: later requests fail -32023) → closed
+(end of input, transport broke, or the ``shutdown`` response went out). Closing cancels all work,
+lets it answer within ``SHUTDOWN_GRACE_SECONDS``, flushes, and returns from ``run``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import enum
+import itertools
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import ByteStream, TaskGroup, TaskStatus
+
+from oamd.errors import Cancelled, InvalidMessage, MethodNotFound, OamdError, ShutDown
+from oamd.limits import MAX_LINE_BYTES, SHUTDOWN_GRACE_SECONDS, WRITE_GRACE_SECONDS
+from oamd.rpc.envelope import Message, decode_line, parse_message
+from oamd.rpc.errors import ParseError, error_object, to_wire_error
+from oamd.rpc.outbox import Outbox
+from oamd.rpc.registry import Deferred, Registry, Request, Result
+from oamd.transport.framing import LineFramer, OversizedLine
+
+__all__ = ["Connection", "Lifecycle", "PendingCall"]
+
+log = structlog.get_logger("oamd.rpc")
+
+_current_work: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "oamd_current_work", default=None
+)
+
+
+class Lifecycle(enum.Enum):
+    RUNNING = "running"
+    SHUT_DOWN = "shut_down"
+    CLOSED = "closed"
+
+
+class PendingCall:
+    """A request we sent to the client (``tool/call``); ``wait`` returns its reply message."""
+
+    __slots__ = ("_conn", "_event", "id", "reply")
+
+    def __init__(self, conn: Connection, call_id: str) -> None:
+        self._conn = conn
+        self._event = anyio.Event()
+        self.id = call_id
+        self.reply: Message | None = None
+
+    def resolve(self, reply: Message) -> None:
+        self.reply = reply
+        self._event.set()
+
+    async def wait(self) -> Message:
+        await self._event.wait()
+        assert self.reply is not None
+        return self.reply
+
+    def abandon(self) -> None:
+        """Forgets the call: a reply arriving later is logged and dropped."""
+        self._conn._outgoing.pop(self.id, None)
+
+
+class Connection:
+    """Serves the protocol on one byte stream. ``state`` is the application's per-connection
+    object (sessions, NPCs, worlds); ``on_close`` runs once when the connection closes."""
+
+    def __init__(
+        self,
+        stream: ByteStream,
+        registry: Registry,
+        state: Any = None,
+        *,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        on_close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.state = state
+        self.outbox = Outbox(stream)
+        self.lifecycle = Lifecycle.RUNNING
+        self._stream = stream
+        self._framer = LineFramer(max_line_bytes)
+        self._max_line_bytes = max_line_bytes
+        self._on_close = on_close
+        self._tg: TaskGroup | None = None
+        self._reader_scope = anyio.CancelScope()
+        self._tokens = itertools.count(1)
+        self._in_flight: dict[int, anyio.CancelScope] = {}
+        self._in_flight_changed = anyio.Event()
+        self._outgoing: dict[str, PendingCall] = {}
+        self._outgoing_ids = itertools.count(1)
+        self._close_after_reply = False
+
+    # ---- serving -------------------------------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serves until end of input, a broken transport, or a delivered ``shutdown`` response."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            tg.start_soon(self.outbox.run)
+            tg.start_soon(self._watch_transport)
+            task_status.started()
+            with self._reader_scope:
+                await self._read_loop()
+            await self._close()
+            tg.cancel_scope.cancel()
+
+    async def _read_loop(self) -> None:
+        receive = self._stream.receive
+        feed = self._framer.feed
+        outbox = self.outbox
+        while True:
+            try:
+                chunk = await receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+            for line in feed(chunk):
+                if type(line) is bytes:
+                    self._dispatch_line(line)
+                else:
+                    self._reject_oversized(line)
+            if outbox.over_high_water:
+                await outbox.flush()  # backpressure: stop reading while the client is not
+
+    async def _watch_transport(self) -> None:
+        await self.outbox.broken.wait()
+        self._reader_scope.cancel()
+
+    def _dispatch_line(self, line: bytes) -> None:
+        if not line or line.isspace():
+            return
+        try:
+            msg = parse_message(decode_line(line))
+        except ParseError as exc:
+            self._send_error(None, to_wire_error(exc))
+            return
+        except InvalidMessage as exc:
+            self._send_error(exc.echo_id, to_wire_error(exc))
+            return
+        if msg.method is None:
+            self._resolve_outgoing(msg)
+        else:
+            self._dispatch(msg)
+
+    def _reject_oversized(self, line: OversizedLine) -> None:
+        log.warning("line_too_long", size=line.size, limit=self._max_line_bytes)
+        self._send_error(
+            None,
+            error_object(
+                "invalid_message",
+                f"Invalid request: the line has {line.size} bytes; the limit is "
+                f"{self._max_line_bytes}.",
+                {"limit": self._max_line_bytes},
+            ),
+        )
+
+    def _dispatch(self, msg: Message) -> None:
+        msg_id = msg.id
+        is_request = msg_id is not None
+        try:
+            if self.lifecycle is not Lifecycle.RUNNING:
+                raise ShutDown()
+            handler = self.registry.get(msg.method)  # type: ignore[arg-type]
+            if handler is None:
+                raise MethodNotFound(msg.method)  # type: ignore[arg-type]
+            reply = handler(Request(self, msg_id, msg.method, msg.params))  # type: ignore[arg-type]
+        except Exception as exc:
+            if is_request:
+                self._send_error(msg_id, to_wire_error(exc))
+            else:
+                _log_notification_error(msg.method, exc)
+            return
+        if type(reply) is Result:
+            if is_request:
+                self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": reply.value})
+        else:
+            assert isinstance(reply, Deferred)
+            self.start_deferred(msg_id, reply.work, respond=is_request)
+
+    def start_deferred(
+        self, msg_id: Any, work: Callable[[], Awaitable[Any]], *, respond: bool = True
+    ) -> None:
+        """Runs ``work`` concurrently in its own cancel scope; answers ``msg_id`` with its outcome."""
+        assert self._tg is not None
+        token = next(self._tokens)
+        scope = anyio.CancelScope()
+        self._in_flight[token] = scope  # registered now, so a shutdown right after sees it
+        self._tg.start_soon(self._run_deferred, token, scope, msg_id, work, respond)
+
+    async def _run_deferred(
+        self,
+        token: int,
+        scope: anyio.CancelScope,
+        msg_id: Any,
+        work: Callable[[], Awaitable[Any]],
+        respond: bool,
+    ) -> None:
+        message: dict[str, Any]
+        _current_work.set(token)
+        try:
+            with scope:
+                value = await work()
+            if scope.cancelled_caught:
+                raise Cancelled()
+            message = {"jsonrpc": "2.0", "id": msg_id, "result": value}
+        except Exception as exc:
+            message = {"jsonrpc": "2.0", "id": msg_id, "error": to_wire_error(exc)}
+            if not respond:
+                _log_notification_error("deferred", exc)
+        finally:
+            del self._in_flight[token]
+            self._in_flight_changed.set()
+        if respond:
+            self.outbox.send(message)
+            if self._close_after_reply:
+                self._reader_scope.cancel()
+
+    def _send_error(self, msg_id: Any, error: dict[str, Any]) -> None:
+        self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+    # ---- requests to the client ------------------------------------------------------------
+
+    def send_notification(self, method: str, params: dict[str, Any]) -> None:
+        self.outbox.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def start_call(self, method: str, params: dict[str, Any]) -> PendingCall:
+        """Sends a request to the client (id ``t-<n>``); its reply bypasses every queue."""
+        if self.lifecycle is Lifecycle.CLOSED:
+            raise ShutDown()
+        call = PendingCall(self, f"t-{next(self._outgoing_ids)}")
+        self._outgoing[call.id] = call
+        self.outbox.send({"jsonrpc": "2.0", "id": call.id, "method": method, "params": params})
+        return call
+
+    def _resolve_outgoing(self, msg: Message) -> None:
+        call = self._outgoing.pop(msg.id, None) if isinstance(msg.id, str) else None
+        if call is None:
+            log.info("reply_to_unknown_request_dropped", id=msg.id)
+            return
+        call.resolve(msg)
+
+    # ---- shutdown -----------------------------------------------------------------------------
+
+    def begin_shutdown(self) -> None:
+        """From now on every request fails -32023; in-flight work keeps running until cancelled."""
+        if self.lifecycle is Lifecycle.RUNNING:
+            self.lifecycle = Lifecycle.SHUT_DOWN
+
+    def close_after_reply(self) -> None:
+        """Closes the connection as soon as the next deferred response has been queued."""
+        self._close_after_reply = True
+
+    async def cancel_all(self) -> None:
+        """Cancels every other in-flight deferred work and waits (bounded) for its responses.
+
+        Called from deferred work (``shutdown``), it spares that work itself."""
+        keep = _current_work.get()
+        for token, scope in list(self._in_flight.items()):
+            if token != keep:
+                scope.cancel()
+        with anyio.move_on_after(SHUTDOWN_GRACE_SECONDS, shield=True):
+            while any(t != keep for t in self._in_flight):
+                self._in_flight_changed = anyio.Event()
+                await self._in_flight_changed.wait()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    async def _close(self) -> None:
+        self.lifecycle = Lifecycle.CLOSED
+        with anyio.CancelScope(shield=True):
+            await self.cancel_all()
+            if self._on_close is not None:
+                try:
+                    with anyio.move_on_after(SHUTDOWN_GRACE_SECONDS):
+                        await self._on_close()
+                except Exception:
+                    log.exception("on_close_failed")
+            with anyio.move_on_after(WRITE_GRACE_SECONDS):
+                await self.outbox.flush()
+
+
+def _log_notification_error(method: str | None, exc: BaseException) -> None:
+    if isinstance(exc, OamdError):
+        log.info("notification_failed", method=method, error=exc.name, message=exc.message)
+    else:
+        log.error("notification_failed", method=method, exc_info=exc)

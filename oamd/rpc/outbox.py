@@ -1,0 +1,72 @@
+"""Outbox: the only writer of a connection. Keeps production order; never blocks the caller.
+
+``send`` encodes and queues a message and returns at once; one writer task writes everything
+queued since its last wake-up in a single transport write, so a burst of replies to a pipelined
+chunk costs one system call. A transport that breaks makes the outbox drop further messages and
+report it once through ``broken``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import ByteSendStream
+
+from oamd.rpc.envelope import encode
+
+__all__ = ["Outbox"]
+
+log = structlog.get_logger("oamd.rpc")
+
+
+class Outbox:
+    def __init__(self, stream: ByteSendStream, high_water: int = 1 << 20) -> None:
+        self._stream = stream
+        self._queue: list[bytes] = []
+        self._queued_bytes = 0
+        self._wakeup = anyio.Event()
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._high_water = high_water
+        self.broken = anyio.Event()
+        """Set when the transport failed; nothing more is written."""
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Queues one message; it goes out after everything queued before it."""
+        if self.broken.is_set():
+            return
+        line = encode(message)
+        self._queue.append(line)
+        self._queued_bytes += len(line)
+        if not self._wakeup.is_set():
+            self._wakeup.set()
+            if self._idle.is_set():
+                self._idle = anyio.Event()
+
+    @property
+    def over_high_water(self) -> bool:
+        """True while more than the high-water mark waits to be written (the reader pauses)."""
+        return self._queued_bytes > self._high_water
+
+    async def flush(self) -> None:
+        """Returns once everything queued so far is written (or the transport broke)."""
+        while not self._idle.is_set() and not self.broken.is_set():
+            await self._idle.wait()
+
+    async def run(self) -> None:
+        """The writer task: one per connection, for the connection's lifetime."""
+        while True:
+            await self._wakeup.wait()
+            self._wakeup = anyio.Event()
+            batch, self._queue = self._queue, []
+            size, self._queued_bytes = self._queued_bytes, 0
+            if batch and not self.broken.is_set():
+                try:
+                    await self._stream.send(batch[0] if len(batch) == 1 else b"".join(batch))
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                    log.info("transport_closed", error=repr(exc), dropped_bytes=size)
+                    self.broken.set()
+            if not self._wakeup.is_set():
+                self._idle.set()

@@ -1,0 +1,102 @@
+"""The method registry and the handler contract.
+
+A handler is a plain (synchronous) function ``Request -> Reply``. Handlers run one at a time in
+arrival order, so they validate params and do the order-sensitive step (create the session, take a
+place in its queue) and return at once: ``Result(value)`` when the answer is ready, or
+``Deferred(work)`` for anything that awaits a model or the client. Being synchronous, a handler
+cannot await a turn by mistake and hold up every later request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oamd.rpc.connection import Connection
+
+__all__ = ["Deferred", "Handler", "Registry", "Reply", "Request", "Result"]
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """The handler's answer, ready now."""
+
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """Work that runs concurrently after the handler returned; its return value is the result.
+
+    It runs in its own cancel scope: cancelled by ``shutdown`` or end of input it answers -32009.
+    Work with a commit point (a turn) must leave no trace when cancelled before it.
+    """
+
+    work: Callable[[], Awaitable[Any]]
+
+
+Reply = Result | Deferred
+
+
+class Request:
+    """What a handler sees: the message and the connection it came in on."""
+
+    __slots__ = ("conn", "id", "method", "params")
+
+    def __init__(self, conn: Connection, id: Any, method: str, params: dict[str, Any]) -> None:
+        self.conn = conn
+        self.id = id
+        self.method = method
+        self.params = params
+
+    @property
+    def is_notification(self) -> bool:
+        return self.id is None
+
+    @property
+    def state(self) -> Any:
+        """The per-connection state the application attached (sessions, NPCs, worlds)."""
+        return self.conn.state
+
+
+Handler = Callable[[Request], Reply]
+
+
+class Registry:
+    """Maps ``namespace/verb`` to a handler; lists methods and emitted notifications in order."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, Handler] = {}
+        self._notifications: list[str] = []
+        self._client_requests: list[str] = []
+
+    def register(self, method: str, handler: Handler) -> None:
+        """Adds (or replaces: extensions may override built-ins) the handler of ``method``."""
+        self._handlers[method] = handler
+
+    def declare_notification(self, method: str) -> None:
+        """Records a notification the daemon may send, for ``initialize``'s capabilities."""
+        if method not in self._notifications:
+            self._notifications.append(method)
+
+    def declare_client_request(self, method: str) -> None:
+        """Records a request the daemon may send to the client (``tool/call``)."""
+        if method not in self._client_requests:
+            self._client_requests.append(method)
+
+    def get(self, method: str) -> Handler | None:
+        return self._handlers.get(method)
+
+    @property
+    def methods(self) -> list[str]:
+        return sorted(self._handlers)
+
+    @property
+    def notifications(self) -> list[str]:
+        return list(self._notifications)
+
+    @property
+    def client_requests(self) -> list[str]:
+        return list(self._client_requests)
