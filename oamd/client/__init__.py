@@ -1,0 +1,6 @@
+"""An async client of the bridge protocol, for tests, benches, the demo and Python hosts."""
+
+from oamd.client._client import Client, RpcError, ToolHandler
+from oamd.client._connect import connect_stdio, connect_stream
+
+__all__ = ["Client", "RpcError", "ToolHandler", "connect_stdio", "connect_stream"]

@@ -1,0 +1,88 @@
+"""The engine in-process: error boundary, exactly-once replies, tool/call routing."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from conftest import memory_daemon
+
+from oamd.app import build_registry, default_config
+from oamd.rpc import Deferred, Registry, Result
+
+pytestmark = pytest.mark.anyio
+
+
+def registry_with(**handlers) -> Registry:
+    config = default_config(test_methods=True)
+    registry = build_registry(config)
+    for name, handler in handlers.items():
+        registry.register(name.replace("__", "/"), handler)
+    return registry
+
+
+async def test_handler_bug_becomes_internal_error_and_serving_continues():
+    def broken(req):
+        raise RuntimeError("boom")
+
+    async def broken_later():
+        raise KeyError("boom")
+
+    registry = registry_with(x__broken=broken, x__later=lambda req: Deferred(broken_later))
+    async with memory_daemon(registry=registry) as client:
+        first = await client.call("x/broken")
+        second = await client.call("x/later")
+        assert first["error"]["code"] == second["error"]["code"] == -32603
+        assert first["error"]["data"]["code"] == "internal_error"
+        assert "boom" not in first["error"]["message"]
+        assert await client.request("ping") == {}
+
+
+async def test_tool_call_reply_resolves_while_the_reader_keeps_serving():
+    def ask(req):
+        conn = req.conn
+
+        async def work():
+            call = conn.start_call(
+                "tool/call",
+                {"requestId": req.id, "call": {"id": "c1", "name": "x", "arguments": {}}},
+            )
+            reply = await call.wait()
+            return {"echo": reply.result}
+
+        return Deferred(work)
+
+    async def tool_handler(params):
+        return {"output": params["call"]["name"]}
+
+    async with memory_daemon(
+        registry=registry_with(x__ask=ask), tool_handler=tool_handler
+    ) as client:
+        with anyio.fail_after(5):
+            assert await client.request("x/ask") == {"echo": {"output": "x"}}
+        assert client.tool_calls[0]["id"] == "t-1"
+
+
+async def test_every_request_is_answered_exactly_once_under_shutdown():
+    async with memory_daemon() as client:
+        ids = [await client.start("test/sleep", {"ms": 5 * (i % 4)}) for i in range(50)]
+        shutdown = await client.start("shutdown")
+        tail = [await client.start("ping") for _ in range(5)]
+        with anyio.fail_after(5):
+            await client.closed()  # the connection closes once shutdown's response is out
+        answered = [m["id"] for m in client.received if "id" in m]
+        assert len(answered) == len(set(answered))
+        assert set(ids) | {shutdown} <= set(answered) <= set(ids) | {shutdown} | set(tail)
+        assert max(answered.index(i) for i in ids) < answered.index(shutdown)
+        late = [m for m in client.received if m.get("id") in tail]
+        assert len(late) == len({m["id"] for m in late})  # read before closing: -32023, once each
+        assert all(m["error"]["code"] == -32023 for m in late)
+
+
+async def test_result_reply_is_sent_in_arrival_order():
+    registry = registry_with(x__now=lambda req: Result({"n": req.params["n"]}))
+    async with memory_daemon(registry=registry) as client:
+        ids = [await client.start("x/now", {"n": i}) for i in range(100)]
+        with anyio.fail_after(5):
+            for msg_id in ids:
+                await client.wait(msg_id)
+        assert [m["result"]["n"] for m in client.received] == list(range(100))

@@ -1,0 +1,229 @@
+"""Framing (§1) against a real ``oamd stdio`` subprocess: ids, envelopes, errors, line limits."""
+
+from __future__ import annotations
+
+import sys
+
+import anyio
+import orjson
+import pytest
+from conftest import OAMD, contract_checker
+
+from oamd.client import connect_stdio
+
+pytestmark = pytest.mark.anyio
+
+MAX_LINE = 4096
+
+
+@pytest.fixture
+async def stdio():
+    ref = []
+    argv = [*OAMD, "stdio", "--test-methods", "--max-line-bytes", str(MAX_LINE)]
+    async with connect_stdio(argv, on_message=contract_checker(ref)) as client:
+        ref.append(client)
+        yield client
+
+
+async def exchange(client, line: bytes) -> dict:
+    """Sends one raw line followed by a ping, returns the reply to the line (if any)."""
+    marker = f"after-{client.next_id()}"
+    await client.send_raw(line + b"\n")
+    await client.send_raw(orjson.dumps({"jsonrpc": "2.0", "id": marker, "method": "ping"}) + b"\n")
+    with anyio.fail_after(5):
+        await client.next_message(lambda m: m.get("id") == marker)
+    replies = [m for m in client.received if m.get("id") != marker]
+    client.received.clear()
+    return replies[0] if replies else {}
+
+
+def err(reply: dict) -> tuple[int, str, object]:
+    return reply["error"]["code"], reply["error"]["data"]["code"], reply["id"]
+
+
+@pytest.mark.parametrize("msg_id", ["abc", "", 0, 7, -3, 9007199254740991, -9007199254740991])
+async def test_valid_ids_are_echoed_exactly(stdio, msg_id):
+    line = orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "ping"})
+    reply = await exchange(stdio, line)
+    assert reply == {"jsonrpc": "2.0", "id": msg_id, "result": {}}
+
+
+async def test_integral_float_id_is_echoed_as_plain_digits(stdio):
+    await stdio.send_raw(b'{"jsonrpc":"2.0","id":5.0,"method":"ping"}\n')
+    with anyio.fail_after(5):
+        await stdio.next_message(lambda m: "id" in m)
+    assert stdio.received[0]["id"] == 5
+
+
+@pytest.mark.parametrize(
+    "raw_id",
+    [
+        b"9007199254740992",
+        b"-9007199254740992",
+        b"1e300",
+        b"1e400",
+        b"123456789012345678901234567890",
+    ],
+)
+async def test_numeric_ids_beyond_2_pow_53_are_invalid_with_null_id(stdio, raw_id):
+    reply = await exchange(stdio, b'{"jsonrpc":"2.0","id":' + raw_id + b',"method":"ping"}')
+    assert err(reply) == (-32600, "invalid_message", None)
+
+
+@pytest.mark.parametrize("raw_id", [b"null", b"true", b"{}", b"[1]"])
+async def test_null_bool_and_structured_ids_are_rejected(stdio, raw_id):
+    reply = await exchange(stdio, b'{"jsonrpc":"2.0","id":' + raw_id + b',"method":"ping"}')
+    assert err(reply) == (-32600, "invalid_message", None)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"id":1,"method":"ping"}',
+        b'{"jsonrpc":"1.0","id":1,"method":"ping"}',
+        b'{"jsonrpc":2.0,"id":1,"method":"ping"}',
+        b'{"jsonrpc":"2.0","id":1,"method":5}',
+        b'{"jsonrpc":"2.0","id":1}',
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}',
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":"x"}',
+    ],
+)
+async def test_invalid_envelopes_are_rejected_echoing_a_valid_id(stdio, line):
+    reply = await exchange(stdio, line)
+    assert err(reply) == (-32600, "invalid_message", 1)
+
+
+async def test_batches_are_rejected(stdio):
+    reply = await exchange(stdio, b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]')
+    assert err(reply) == (-32600, "invalid_message", None)
+    assert "batch" in reply["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "line", [b"{", b"not json", b'{"a":1}}', b"\xff\xfe", b'{"jsonrpc":"2.0","id":NaN}']
+)
+async def test_invalid_json_is_a_parse_error_with_null_id(stdio, line):
+    reply = await exchange(stdio, line)
+    assert err(reply) == (-32700, "parse_error", None)
+
+
+async def test_non_object_json_is_invalid_message(stdio):
+    reply = await exchange(stdio, b"42")
+    assert err(reply) == (-32600, "invalid_message", None)
+
+
+async def test_unknown_method_names_it_in_data(stdio):
+    reply = await exchange(stdio, b'{"jsonrpc":"2.0","id":"u","method":"nope/nothing"}')
+    assert err(reply) == (-32601, "method_not_found", "u")
+    assert reply["error"]["data"]["method"] == "nope/nothing"
+
+
+async def test_notifications_get_no_response_even_when_unknown_or_invalid(stdio):
+    assert await exchange(stdio, b'{"jsonrpc":"2.0","method":"ping"}') == {}
+    assert await exchange(stdio, b'{"jsonrpc":"2.0","method":"nope"}') == {}
+    assert (
+        await exchange(
+            stdio, b'{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":"9"}}'
+        )
+        == {}
+    )
+
+
+async def test_blank_lines_are_ignored(stdio):
+    assert await exchange(stdio, b"") == {}
+    assert await exchange(stdio, b"   \t ") == {}
+    assert await exchange(stdio, b"\r") == {}
+
+
+async def test_absent_and_null_params_mean_empty_object(stdio):
+    assert (await exchange(stdio, b'{"jsonrpc":"2.0","id":1,"method":"ping","params":null}'))[
+        "result"
+    ] == {}
+    reply = await exchange(stdio, b'{"jsonrpc":"2.0","id":2,"method":"initialize"}')
+    assert reply["result"]["protocolVersion"] == "1.0"
+
+
+async def test_null_members_are_treated_as_absent(stdio):
+    line = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":null,"client":null}}'
+    assert (await exchange(stdio, line))["result"]["protocolVersion"] == "1.0"
+
+
+async def test_crlf_line_endings_are_accepted(stdio):
+    reply = await exchange(stdio, b'{"jsonrpc":"2.0","id":"crlf","method":"ping"}\r')
+    assert reply == {"jsonrpc": "2.0", "id": "crlf", "result": {}}
+
+
+async def test_an_oversized_line_is_rejected_and_the_connection_keeps_working(stdio):
+    big = (
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"'
+        + b"x" * (MAX_LINE * 4)
+        + b'"}}'
+    )
+    reply = await exchange(stdio, big)
+    assert err(reply) == (-32600, "invalid_message", None)
+    assert str(MAX_LINE) in reply["error"]["message"]
+    assert (await exchange(stdio, b'{"jsonrpc":"2.0","id":2,"method":"ping"}'))["result"] == {}
+
+
+async def test_a_line_split_across_many_writes_is_reassembled(stdio):
+    line = orjson.dumps({"jsonrpc": "2.0", "id": "split", "method": "ping"}) + b"\n"
+    for i in range(len(line)):
+        await stdio.send_raw(line[i : i + 1])
+    with anyio.fail_after(5):
+        reply = await stdio.next_message(lambda m: m.get("id") == "split")
+    assert reply["result"] == {}
+
+
+async def test_output_is_valid_utf8_even_for_lone_surrogates(stdio):
+    line = b'{"jsonrpc":"2.0","id":"\\ud800x","method":"ping"}\n'
+    await stdio.send_raw(line)
+    with anyio.fail_after(5):
+        reply = await stdio.next_message(lambda m: "id" in m)
+    assert reply["id"] == "\ud800x"
+
+
+async def test_responses_to_unknown_tool_calls_are_dropped_silently(stdio):
+    assert await exchange(stdio, b'{"jsonrpc":"2.0","id":"t-99","result":{"output":"x"}}') == {}
+    assert (
+        await exchange(stdio, b'{"jsonrpc":"2.0","id":"t-98","error":{"code":1,"message":"m"}}')
+        == {}
+    )
+
+
+async def test_end_of_input_exits_zero():
+    async with connect_stdio([*OAMD, "stdio"]) as client:
+        assert await client.request("ping") == {}
+        await client._stream.send_eof()
+        with anyio.fail_after(5):
+            await client.closed()
+            assert await client.process.wait() == 0
+
+
+async def test_shutdown_exits_zero_after_delivering_its_response():
+    async with connect_stdio([*OAMD, "stdio", "--test-methods"]) as client:
+        sleeper = await client.start("test/sleep", {"ms": 60_000})
+        with anyio.fail_after(5):
+            assert await client.request("shutdown") == {}
+            assert (await client.wait(sleeper))["error"]["data"]["code"] == "cancelled"
+            assert await client.process.wait() == 0
+
+
+async def test_stdout_carries_protocol_lines_only_even_when_code_prints():
+    code = (
+        "import sys, oamd.methods.core as core\n"
+        "from oamd.rpc import Result\n"
+        "orig = core.register\n"
+        "def register(registry):\n"
+        "    orig(registry)\n"
+        "    def noisy(req):\n"
+        "        print('stray print'); import os; os.write(1, b'raw fd write\\n')\n"
+        "        return Result({'ok': True})\n"
+        "    registry.register('test/noisy', noisy)\n"
+        "core.register = register\n"
+        "from oamd.cli import main\n"
+        "sys.exit(main(['stdio']))\n"
+    )
+    async with connect_stdio([sys.executable, "-c", code]) as client:
+        assert await client.request("test/noisy") == {"ok": True}
+        assert await client.request("ping") == {}
+    assert all("jsonrpc" in m for m in client.received)
