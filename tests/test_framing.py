@@ -83,9 +83,9 @@ async def test_null_bool_and_structured_ids_are_rejected(stdio, raw_id):
         b'{"jsonrpc":"1.0","id":1,"method":"ping"}',
         b'{"jsonrpc":2.0,"id":1,"method":"ping"}',
         b'{"jsonrpc":"2.0","id":1,"method":5}',
+        b'{"jsonrpc":"2.0","id":1,"method":""}',
         b'{"jsonrpc":"2.0","id":1}',
-        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}',
-        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":"x"}',
+        b'{"jsonrpc":"2.0","id":1.0,"method":7}',
     ],
 )
 async def test_invalid_envelopes_are_rejected_echoing_a_valid_id(stdio, line):
@@ -93,10 +93,44 @@ async def test_invalid_envelopes_are_rejected_echoing_a_valid_id(stdio, line):
     assert err(reply) == (-32600, "invalid_message", 1)
 
 
+async def test_a_notification_or_reply_without_jsonrpc_is_still_answered_with_null_id(stdio):
+    reply = await exchange(stdio, b'{"method":"ping"}')
+    assert err(reply) == (-32600, "invalid_message", None)
+    reply = await exchange(stdio, b'{"jsonrpc":"2.0","result":{}}')
+    assert err(reply) == (-32600, "invalid_message", None)
+
+
+@pytest.mark.parametrize("params", [b"[1,2]", b'"x"', b"3", b"true"])
+async def test_params_that_are_not_an_object_are_invalid_params(stdio, params):
+    reply = await exchange(
+        stdio, b'{"jsonrpc":"2.0","id":1,"method":"ping","params":' + params + b"}"
+    )
+    assert err(reply) == (-32602, "invalid_params", 1)
+    assert reply["error"]["message"] == "params must be an object."
+
+
+async def test_unknown_method_is_reported_before_bad_params(stdio):
+    reply = await exchange(stdio, b'{"jsonrpc":"2.0","id":1,"method":"npc/dance","params":[1]}')
+    assert err(reply) == (-32601, "method_not_found", 1)
+
+
+async def test_fractional_ids_are_echoed_as_sent(stdio):
+    reply = await exchange(stdio, b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}')
+    assert reply == {"jsonrpc": "2.0", "id": 1.5, "result": {}}
+
+
+async def test_duplicate_ids_are_each_answered(stdio):
+    await stdio.send_raw(b'{"jsonrpc":"2.0","id":"d","method":"test/sleep","params":{"ms":50}}\n')
+    await stdio.send_raw(b'{"jsonrpc":"2.0","id":"d","method":"ping"}\n')
+    with anyio.fail_after(5):
+        await stdio.next_message(lambda m: m.get("result") == {"slept": 50})
+    assert [m["id"] for m in stdio.received] == ["d", "d"]
+
+
 async def test_batches_are_rejected(stdio):
     reply = await exchange(stdio, b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]')
     assert err(reply) == (-32600, "invalid_message", None)
-    assert "batch" in reply["error"]["message"]
+    assert "Batch" in reply["error"]["message"]
 
 
 @pytest.mark.parametrize(

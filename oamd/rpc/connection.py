@@ -11,8 +11,10 @@ response: handlers' exceptions, deferred failures and cancellations all become e
 at the single boundary ``to_wire_error``. Cancelled work answers -32009.
 
 Lifecycle: running → shut down (``shutdown`` received: later requests fail -32023) → closed
-(end of input, transport broke, or the ``shutdown`` response went out). Closing cancels all work,
-lets it answer within ``SHUTDOWN_GRACE_SECONDS``, flushes, and returns from ``run``.
+(end of input, transport broke, or the ``shutdown`` response went out). At end of input every
+request already received is still answered (as the reference does); ``tool/call``s that can no
+longer be answered fail at once. Closing cancels what is left, lets it answer within
+``SHUTDOWN_GRACE_SECONDS``, flushes, and returns from ``run``.
 """
 
 from __future__ import annotations
@@ -21,13 +23,22 @@ import contextvars
 import enum
 import itertools
 from collections.abc import Awaitable, Callable
+from json import JSONDecodeError
 from typing import Any
 
 import anyio
+import orjson
 import structlog
 from anyio.abc import ByteStream, TaskGroup, TaskStatus
 
-from oamd.errors import Cancelled, InvalidMessage, MethodNotFound, OamdError, ShutDown
+from oamd.errors import (
+    Cancelled,
+    InvalidMessage,
+    InvalidParams,
+    MethodNotFound,
+    OamdError,
+    ShutDown,
+)
 from oamd.limits import MAX_LINE_BYTES, SHUTDOWN_GRACE_SECONDS, WRITE_GRACE_SECONDS
 from oamd.rpc.envelope import Message, decode_line, parse_message
 from oamd.rpc.errors import ParseError, error_object, to_wire_error
@@ -38,6 +49,16 @@ from oamd.transport.framing import LineFramer, OversizedLine
 __all__ = ["Connection", "Lifecycle", "PendingCall"]
 
 log = structlog.get_logger("oamd.rpc")
+
+_loads = orjson.loads
+_NOT_DECODED = object()
+
+EOF_DRAIN_SECONDS = 600.0
+"""After end of input, how long received requests may take to finish before they are cancelled."""
+
+_CLIENT_GONE_REPLY = Message(
+    None, None, {}, None, {"code": -32000, "message": "The client closed its input."}
+)
 
 _current_work: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "oamd_current_work", default=None
@@ -89,6 +110,7 @@ class Connection:
         on_close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.registry = registry
+        self._handlers = registry.handlers
         self.state = state
         self.outbox = Outbox(stream)
         self.lifecycle = Lifecycle.RUNNING
@@ -104,6 +126,7 @@ class Connection:
         self._outgoing: dict[str, PendingCall] = {}
         self._outgoing_ids = itertools.count(1)
         self._close_after_reply = False
+        self._input_closed = False
 
     # ---- serving -------------------------------------------------------------------------
 
@@ -116,6 +139,15 @@ class Connection:
             task_status.started()
             with self._reader_scope:
                 await self._read_loop()
+                # end of input: like the reference, answer everything already received first
+                self._input_closed = True
+                for call in list(self._outgoing.values()):
+                    call.resolve(_CLIENT_GONE_REPLY)
+                self._outgoing.clear()
+                with anyio.move_on_after(EOF_DRAIN_SECONDS):
+                    while self._in_flight:
+                        self._in_flight_changed = anyio.Event()
+                        await self._in_flight_changed.wait()
             await self._close()
             tg.cancel_scope.cancel()
 
@@ -141,10 +173,14 @@ class Connection:
         self._reader_scope.cancel()
 
     def _dispatch_line(self, line: bytes) -> None:
-        if not line or line.isspace():
-            return
         try:
-            msg = parse_message(decode_line(line))
+            obj = _loads(line)
+        except JSONDecodeError:
+            if not line or line.isspace():
+                return  # blank lines are ignored
+            obj = _NOT_DECODED
+        try:
+            msg = parse_message(decode_line(line) if obj is _NOT_DECODED else obj)
         except ParseError as exc:
             self._send_error(None, to_wire_error(exc))
             return
@@ -174,9 +210,11 @@ class Connection:
         try:
             if self.lifecycle is not Lifecycle.RUNNING:
                 raise ShutDown()
-            handler = self.registry.get(msg.method)  # type: ignore[arg-type]
+            handler = self._handlers.get(msg.method)  # type: ignore[arg-type]
             if handler is None:
                 raise MethodNotFound(msg.method)  # type: ignore[arg-type]
+            if type(msg.params) is not dict:
+                raise InvalidParams("params must be an object.")
             reply = handler(Request(self, msg_id, msg.method, msg.params))  # type: ignore[arg-type]
         except Exception as exc:
             if is_request:
@@ -242,6 +280,9 @@ class Connection:
         if self.lifecycle is Lifecycle.CLOSED:
             raise ShutDown()
         call = PendingCall(self, f"t-{next(self._outgoing_ids)}")
+        if self._input_closed:
+            call.resolve(_CLIENT_GONE_REPLY)  # no reply can arrive any more
+            return call
         self._outgoing[call.id] = call
         self.outbox.send({"jsonrpc": "2.0", "id": call.id, "method": method, "params": params})
         return call

@@ -65,60 +65,104 @@ def decode_line(line: bytes) -> Any:
     try:
         return json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError):
-        raise ParseError("Parse error: the line is not valid JSON.") from None
+        raise ParseError(_parse_error_message(line)) from None
 
 
-def _check_id(value: Any) -> Any:
+def _parse_error_message(line: bytes) -> str:
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return f"Invalid JSON at byte {exc.pos}: {exc.msg}."
+    return "Invalid JSON."
+
+
+_ID_TYPE_MESSAGE = "'id' must be a string or a number."
+_ID_RANGE_MESSAGE = (
+    "A numeric 'id' must be an integer of magnitude at most 2^53-1 (9007199254740991) so it "
+    "can be echoed exactly; use a string id."
+)
+
+
+def _id_problem(value: Any) -> str | None:
+    """Why ``value`` is not a usable id, or ``None`` when it is."""
     if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or value is None:
-        raise InvalidMessage("Invalid request: 'id' must be a string or a number.")
-    if isinstance(value, int):
-        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            return value
-        raise InvalidMessage("Invalid request: numeric 'id' exceeds 2^53-1; use a string id.")
-    if isinstance(value, float):
-        if not math.isfinite(value) or abs(value) > MAX_SAFE_INTEGER:
-            raise InvalidMessage("Invalid request: numeric 'id' exceeds 2^53-1; use a string id.")
-        return int(value) if value.is_integer() else value
-    raise InvalidMessage("Invalid request: 'id' must be a string or a number.")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return _ID_TYPE_MESSAGE
+    if isinstance(value, float) and not math.isfinite(value):
+        return _ID_RANGE_MESSAGE
+    return None if abs(value) <= MAX_SAFE_INTEGER else _ID_RANGE_MESSAGE
+
+
+def _normal_id(value: Any) -> Any:
+    # integral numbers travel as plain digits: 5.0 is echoed as 5
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def parse_message(obj: Any) -> Message:
-    """Checks the JSON-RPC envelope of a decoded line.
+    """Checks the JSON-RPC envelope of a decoded line (fast path: a well-formed request).
 
-    ``null`` param members are kept: most params treat them as absent, but some (``world/set``'s
-    ``value``, a restore's overriding keys) give ``null`` a meaning, so the params models decide.
+    Checks run in the reference's order: an object; ``jsonrpc`` is ``"2.0"``; a valid ``id``;
+    a non-empty string ``method`` (request or notification) or else ``result``/``error`` with an
+    id (a reply to our ``tool/call``). ``params`` is passed on as sent: the connection rejects a
+    non-object with -32602 once the method is known. ``null`` param members are kept, since some
+    params (``world/set``'s ``value``) give ``null`` a meaning; the params models decide.
 
     Raises:
         InvalidMessage: not a JSON-RPC 2.0 message; ``.echo_id`` carries the id to echo when the
             id itself was valid (else the response uses ``null``).
     """
+    if type(obj) is dict:
+        method = obj.get("method")
+        raw_id = obj.get("id", _NO_ID)
+        if (
+            type(method) is str
+            and method
+            and obj.get("jsonrpc") == "2.0"
+            and (
+                type(raw_id) is str
+                or raw_id is _NO_ID
+                or (type(raw_id) is int and -MAX_SAFE_INTEGER <= raw_id <= MAX_SAFE_INTEGER)
+            )
+        ):
+            params = obj.get("params")
+            return Message(
+                method, None if raw_id is _NO_ID else raw_id, {} if params is None else params
+            )
+    return _parse_slowly(obj)
+
+
+def _invalid(message: str, echo_id: Any = None) -> InvalidMessage:
+    exc = InvalidMessage(message)
+    exc.echo_id = echo_id
+    return exc
+
+
+def _parse_slowly(obj: Any) -> Message:
     if not isinstance(obj, dict):
         if isinstance(obj, list):
-            raise InvalidMessage("Invalid request: batches are not supported; send one per line.")
-        raise InvalidMessage("Invalid request: a message must be a JSON object.")
-    raw_id = obj.get("id", _NO_ID)
-    msg_id = None if raw_id is _NO_ID else _check_id(raw_id)
-    try:
-        if obj.get("jsonrpc") != "2.0":
-            raise InvalidMessage("Invalid request: 'jsonrpc' must be \"2.0\".")
-        method = obj.get("method")
-        if method is None:
-            if raw_id is _NO_ID or ("result" not in obj and "error" not in obj):
-                raise InvalidMessage("Invalid request: 'method' is required.")
-            return Message(None, msg_id, {}, obj.get("result"), obj.get("error"))
-        if not isinstance(method, str):
-            raise InvalidMessage("Invalid request: 'method' must be a string.")
+            raise _invalid("Batch requests are not supported; send one message per line.")
+        raise _invalid("A JSON-RPC message must be an object.")
+    has_id = "id" in obj
+    raw_id = obj.get("id")
+    problem = _id_problem(raw_id) if has_id else None
+    echo_id = _normal_id(raw_id) if has_id and problem is None else None
+    if obj.get("jsonrpc") != "2.0":
+        raise _invalid("Missing or unsupported 'jsonrpc' version; expected \"2.0\".", echo_id)
+    if problem is not None:
+        raise _invalid(problem)
+    if "method" in obj:
+        method = obj["method"]
+        if not isinstance(method, str) or not method:
+            raise _invalid("'method' must be a non-empty string.", echo_id)
         params = obj.get("params")
-        if params is None:
-            params = {}
-        elif not isinstance(params, dict):
-            raise InvalidMessage("Invalid request: 'params' must be an object (by name).")
-    except InvalidMessage as exc:
-        exc.echo_id = msg_id
-        raise
-    return Message(method, None if raw_id is _NO_ID else msg_id, params)
+        return Message(method, echo_id, {} if params is None else params)
+    if has_id and ("result" in obj or "error" in obj):
+        return Message(None, echo_id, {}, obj.get("result"), obj.get("error"))
+    raise _invalid(
+        "A message needs 'method' (request or notification) or 'result'/'error' (response).",
+        echo_id,
+    )
 
 
 def encode(message: dict[str, Any]) -> bytes:

@@ -10,12 +10,20 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import orjson
 import structlog
 from pydantic import ValidationError
 
 from oamd.errors import OamdError
 
-__all__ = ["CODES", "ParseError", "error_object", "param_path", "to_wire_error"]
+__all__ = [
+    "CODES",
+    "ParseError",
+    "error_object",
+    "param_path",
+    "to_wire_error",
+    "validation_message",
+]
 
 log = structlog.get_logger("oamd.rpc")
 
@@ -83,32 +91,49 @@ def param_path(loc: tuple[int | str, ...], prefix: str = "") -> str:
     return out
 
 
-def _validation_message(exc: ValidationError) -> tuple[str, str]:
-    first = exc.errors(include_url=False, include_input=False)[0]
-    path = param_path(first["loc"])
+_KINDS = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "bool_type": "a boolean",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+    "list_type": "an array",
+}
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def validation_message(exc: ValidationError, prefix: str = "") -> tuple[str, str]:
+    """``(path, message)`` for the first error, worded as the reference words them:
+    ``Missing required parameter 'prompt'.`` / ``Parameter 'prompt' must be a string; got 5.``"""
+    first = exc.errors(include_url=False)[0]
+    path = param_path(first["loc"], prefix)
     kind = first["type"]
     ctx = first.get("ctx") or {}
     if kind == "missing":
-        reason = "is required"
-    elif kind == "extra_forbidden":
-        reason = "is not allowed"
-    elif kind in ("string_type", "int_type", "float_type", "bool_type", "dict_type", "list_type"):
-        reason = (
-            "must be "
-            + {
-                "string_type": "a string",
-                "int_type": "an integer",
-                "float_type": "a number",
-                "bool_type": "a boolean",
-                "dict_type": "an object",
-                "list_type": "an array",
-            }[kind]
-        )
-    elif kind == "value_error" and "error" in ctx:
+        return path, f"Missing required parameter '{path}'."
+    if kind in _KINDS:
+        return path, f"Parameter '{path}' must be {_KINDS[kind]}; got {_shown(first.get('input'))}."
+    if kind in ("greater_than_equal", "greater_than"):
+        return path, f"Parameter '{path}' must be at least {ctx.get('ge', ctx.get('gt'))}."
+    if kind == "finite_number":
+        return path, f"Parameter '{path}' must be a finite number."
+    if kind == "value_error" and "error" in ctx:
         reason = str(ctx["error"])
-    else:
-        reason = first["msg"][0].lower() + first["msg"][1:]
-    return path, reason
+        return path, reason if reason.startswith("'") or reason[
+            :1
+        ].isupper() else f"'{path}' {reason}"
+    msg = first["msg"]
+    return path, f"'{path}' {msg[0].lower()}{msg[1:]}." if path else f"Invalid params: {msg}."
 
 
 def to_wire_error(exc: BaseException) -> dict[str, Any]:
@@ -117,9 +142,8 @@ def to_wire_error(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, OamdError):
         return error_object(exc.name, exc.message, exc.data)
     if isinstance(exc, ValidationError):
-        path, reason = _validation_message(exc)
-        message = f"'{path}' {reason}." if path else f"Invalid params: {reason}."
-        return error_object("invalid_params", message, {"param": path} if path else None)
+        _, message = validation_message(exc)
+        return error_object("invalid_params", message)
     log.error("internal_error", exc_info=exc)
     return error_object("internal_error", "Internal error; please report it.")
 

@@ -27,6 +27,7 @@ class Outbox:
         self._queue: list[bytes] = []
         self._queued_bytes = 0
         self._wakeup = anyio.Event()
+        self._woken = False  # mirrors _wakeup.is_set() without the call, on the hot path
         self._idle = anyio.Event()
         self._idle.set()
         self._high_water = high_water
@@ -40,7 +41,8 @@ class Outbox:
         line = encode(message)
         self._queue.append(line)
         self._queued_bytes += len(line)
-        if not self._wakeup.is_set():
+        if not self._woken:
+            self._woken = True
             self._wakeup.set()
             if self._idle.is_set():
                 self._idle = anyio.Event()
@@ -60,6 +62,7 @@ class Outbox:
         while True:
             await self._wakeup.wait()
             self._wakeup = anyio.Event()
+            self._woken = False
             batch, self._queue = self._queue, []
             size, self._queued_bytes = self._queued_bytes, 0
             if batch and not self.broken.is_set():
@@ -68,5 +71,5 @@ class Outbox:
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                     log.info("transport_closed", error=repr(exc), dropped_bytes=size)
                     self.broken.set()
-            if not self._wakeup.is_set():
+            if not self._woken:
                 self._idle.set()

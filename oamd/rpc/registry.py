@@ -90,6 +90,11 @@ class Registry:
         return self._handlers.get(method)
 
     @property
+    def handlers(self) -> dict[str, Handler]:
+        """The live method → handler map (the connection reads it directly on the hot path)."""
+        return self._handlers
+
+    @property
     def methods(self) -> list[str]:
         return sorted(self._handlers)
 

@@ -33,42 +33,32 @@ class LineFramer:
     def feed(self, chunk: bytes) -> list[bytes | OversizedLine]:
         """Returns the complete lines ``chunk`` finishes, without their ``\\n`` (or ``\\r\\n``)."""
         out: list[bytes | OversizedLine] = []
-        start = 0
-        end = len(chunk)
-        while start < end:
-            nl = chunk.find(b"\n", start)
-            if nl < 0:
-                self._keep(chunk, start, end)
-                break
-            if self._discarding:
-                out.append(OversizedLine(self._discarding + nl - start))
-                self._discarding = 0
-            elif self._pending:
-                self._pending += chunk[start:nl]
-                line = bytes(self._pending)
-                self._pending.clear()
-                out.append(self._check(line))
-            else:
-                out.append(self._check(chunk[start:nl]))
-            start = nl + 1
-        return out
-
-    def _keep(self, chunk: bytes, start: int, end: int) -> None:
         if self._discarding:
-            self._discarding += end - start
-            return
-        if len(self._pending) + end - start > self._limit:
-            self._discarding = len(self._pending) + end - start
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                self._discarding += len(chunk)
+                return out
+            out.append(OversizedLine(self._discarding + nl))
+            self._discarding = 0
+            chunk = chunk[nl + 1 :]
+        if self._pending:
+            self._pending += chunk
+            chunk = bytes(self._pending)
             self._pending.clear()
-            return
-        self._pending += chunk[start:end]
-
-    def _check(self, line: bytes) -> bytes | OversizedLine:
-        if len(line) > self._limit:
-            return OversizedLine(len(line))
-        if line.endswith(b"\r"):
-            return line[:-1]
-        return line
+        lines = chunk.split(b"\n")  # in C: the per-line work left in Python is the dispatch
+        rest = lines.pop()
+        if len(rest) > self._limit:
+            self._discarding = len(rest)
+        elif rest:
+            self._pending += rest
+        if lines and max(map(len, lines)) > self._limit:
+            lines = [OversizedLine(len(x)) if len(x) > self._limit else x for x in lines]  # type: ignore[misc]
+        if b"\r" in chunk:
+            lines = [x[:-1] if type(x) is bytes and x.endswith(b"\r") else x for x in lines]
+        if out:
+            out.extend(lines)
+            return out
+        return lines  # type: ignore[return-value]
 
     @property
     def pending(self) -> int:
