@@ -39,7 +39,12 @@ from oamd.errors import (
     OamdError,
     ShutDown,
 )
-from oamd.limits import MAX_LINE_BYTES, SHUTDOWN_GRACE_SECONDS, WRITE_GRACE_SECONDS
+from oamd.limits import (
+    MAX_LINE_BYTES,
+    MAX_SAFE_INTEGER,
+    SHUTDOWN_GRACE_SECONDS,
+    WRITE_GRACE_SECONDS,
+)
 from oamd.rpc.envelope import Message, decode_line, parse_message
 from oamd.rpc.errors import ParseError, error_object, to_wire_error
 from oamd.rpc.outbox import Outbox
@@ -51,6 +56,7 @@ __all__ = ["Connection", "Lifecycle", "PendingCall"]
 log = structlog.get_logger("oamd.rpc")
 
 _loads = orjson.loads
+_MAX_ID = MAX_SAFE_INTEGER
 _NOT_DECODED = object()
 
 EOF_DRAIN_SECONDS = 600.0
@@ -179,6 +185,18 @@ class Connection:
             if not line or line.isspace():
                 return  # blank lines are ignored
             obj = _NOT_DECODED
+        if type(obj) is dict:  # fast path: a well-formed request or notification
+            method = obj.get("method")
+            msg_id = obj.get("id")
+            if (
+                type(method) is str
+                and method
+                and obj.get("jsonrpc") == "2.0"
+                and (type(msg_id) is str or (type(msg_id) is int and -_MAX_ID <= msg_id <= _MAX_ID))
+            ):
+                params = obj.get("params")
+                self._dispatch(method, msg_id, {} if params is None else params)
+                return
         try:
             msg = parse_message(decode_line(line) if obj is _NOT_DECODED else obj)
         except ParseError as exc:
@@ -190,7 +208,7 @@ class Connection:
         if msg.method is None:
             self._resolve_outgoing(msg)
         else:
-            self._dispatch(msg)
+            self._dispatch(msg.method, msg.id, msg.params)
 
     def _reject_oversized(self, line: OversizedLine) -> None:
         log.warning("line_too_long", size=line.size, limit=self._max_line_bytes)
@@ -204,23 +222,23 @@ class Connection:
             ),
         )
 
-    def _dispatch(self, msg: Message) -> None:
-        msg_id = msg.id
+    def _dispatch(self, method: str, msg_id: Any, params: Any) -> None:
+        """Runs the handler of a request (``msg_id`` set) or notification (``None``)."""
         is_request = msg_id is not None
         try:
             if self.lifecycle is not Lifecycle.RUNNING:
                 raise ShutDown()
-            handler = self._handlers.get(msg.method)  # type: ignore[arg-type]
+            handler = self._handlers.get(method)
             if handler is None:
-                raise MethodNotFound(msg.method)  # type: ignore[arg-type]
-            if type(msg.params) is not dict:
+                raise MethodNotFound(method)
+            if type(params) is not dict:
                 raise InvalidParams("params must be an object.")
-            reply = handler(Request(self, msg_id, msg.method, msg.params))  # type: ignore[arg-type]
+            reply = handler(Request(self, msg_id, method, params))
         except Exception as exc:
             if is_request:
                 self._send_error(msg_id, to_wire_error(exc))
             else:
-                _log_notification_error(msg.method, exc)
+                _log_notification_error(method, exc)
             return
         if type(reply) is Result:
             if is_request:

@@ -33,10 +33,11 @@ class Outbox:
         self._high_water = high_water
         self.broken = anyio.Event()
         """Set when the transport failed; nothing more is written."""
+        self._broken = False  # mirrors broken.is_set() for the hot path
 
     def send(self, message: dict[str, Any]) -> None:
         """Queues one message; it goes out after everything queued before it."""
-        if self.broken.is_set():
+        if self._broken:
             return
         line = encode(message)
         self._queue.append(line)
@@ -70,6 +71,7 @@ class Outbox:
                     await self._stream.send(batch[0] if len(batch) == 1 else b"".join(batch))
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                     log.info("transport_closed", error=repr(exc), dropped_bytes=size)
+                    self._broken = True
                     self.broken.set()
             if not self._woken:
                 self._idle.set()
