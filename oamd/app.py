@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from anyio.abc import ByteStream
 
 from oamd.agent.models import ModelFactory
 from oamd.backends.base import LanguageModel, UnconfiguredModel
-from oamd.limits import MAX_LINE_BYTES
-from oamd.methods import core
+from oamd.backends.scripted import ScriptedModel, parse_script
+from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS, MAX_LINE_BYTES, MAX_SESSIONS
+from oamd.methods import core, session, validate
 from oamd.methods.state import BridgeState, DaemonConfig
 from oamd.rpc import Connection, Registry
 from oamd.transport import stdio_stream
@@ -18,9 +21,16 @@ __all__ = ["DaemonConfig", "build_registry", "default_config", "serve_stdio", "s
 def build_registry(config: DaemonConfig) -> Registry:
     registry = Registry()
     core.register(registry)
+    validate.register(registry)
+    session.register(registry)
     if config.test_methods:
         core.register_test_methods(registry)
     return registry
+
+
+def _scripted(spec: dict[str, Any], path: str) -> LanguageModel:
+    steps, fallback = parse_script(spec, path)
+    return ScriptedModel(steps, fallback)
 
 
 def default_config(
@@ -28,9 +38,20 @@ def default_config(
     *,
     allow_scripted: bool = True,
     test_methods: bool = False,
+    max_sessions: int = MAX_SESSIONS,
+    tool_timeout: float = DEFAULT_TOOL_TIMEOUT_SECONDS,
 ) -> DaemonConfig:
-    models = ModelFactory(system_model or UnconfiguredModel(), allow_scripted=allow_scripted)
-    return DaemonConfig(models=models, test_methods=test_methods)
+    models = ModelFactory(
+        system_model or UnconfiguredModel(),
+        types={"scripted": _scripted},
+        allow_scripted=allow_scripted,
+    )
+    return DaemonConfig(
+        models=models,
+        test_methods=test_methods,
+        max_sessions=max_sessions,
+        tool_timeout=tool_timeout,
+    )
 
 
 async def serve_stream(
@@ -40,13 +61,18 @@ async def serve_stream(
     registry: Registry | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> None:
-    """Serves one connection until it closes."""
+    """Serves one connection until it closes; its sessions die with it."""
     state = BridgeState(config)
+
+    async def on_close() -> None:
+        state.cancel_all_work()
+
     conn = Connection(
         stream,
         registry or build_registry(config),
         state,
         max_line_bytes=max_line_bytes,
+        on_close=on_close,
     )
     async with stream:
         await conn.run()

@@ -12,7 +12,7 @@ import orjson
 from oamd import __version__
 from oamd.app import default_config, serve_stdio
 from oamd.backends.base import LanguageModel, UnconfiguredModel
-from oamd.limits import MAX_LINE_BYTES
+from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS, MAX_LINE_BYTES, MAX_SESSIONS
 from oamd.log import configure_logging
 
 __all__ = ["main"]
@@ -39,7 +39,20 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     stdio = sub.add_parser("stdio", parents=[common], help="serve the protocol on stdin/stdout")
     stdio.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES)
-    stdio.add_argument("--no-scripted", action="store_true", help="disable scripted models")
+    stdio.add_argument(
+        "--no-scripted",
+        "--no-scripted-models",
+        dest="no_scripted",
+        action="store_true",
+        help="disable scripted models",
+    )
+    stdio.add_argument("--max-sessions", type=int, default=MAX_SESSIONS)
+    stdio.add_argument(
+        "--tool-timeout",
+        type=float,
+        default=DEFAULT_TOOL_TIMEOUT_SECONDS,
+        help="seconds the engine has to answer a tool/call (0 = forever)",
+    )
     stdio.add_argument("--test-methods", action="store_true", help=argparse.SUPPRESS)
     sub.add_parser("check", parents=[common], help="print model availability as JSON")
     sub.add_parser("version", parents=[common], help="print the version")
@@ -58,7 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(orjson.dumps(availability.to_wire()).decode() + "\n")
         return 0 if availability.available else EXIT_UNAVAILABLE
     config = default_config(
-        model, allow_scripted=not args.no_scripted, test_methods=args.test_methods
+        model,
+        allow_scripted=not args.no_scripted,
+        test_methods=args.test_methods,
+        max_sessions=args.max_sessions,
+        tool_timeout=args.tool_timeout,
     )
     try:
         anyio.run(lambda: serve_stdio(config, max_line_bytes=args.max_line_bytes))

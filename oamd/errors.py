@@ -111,6 +111,7 @@ MODEL_ERROR_NAMES = frozenset(
         "unsupported_language",
         "invalid_schema",
         "tool_failed",
+        "cancelled",
         "busy",
         "invalid_request",
         "generation_failed",
@@ -153,6 +154,7 @@ _DEFAULT_MODEL_MESSAGES = {
     "unsupported_language": "The prompt's language is not supported.",
     "invalid_schema": "The schema cannot be used.",
     "tool_failed": "A local tool failed.",
+    "cancelled": "The request was cancelled.",
     "busy": "The model session was busy.",
     "invalid_request": "The model rejected the input.",
     "generation_failed": "The model failed to generate a response.",
@@ -178,21 +180,23 @@ class SessionNotFound(OamdError):
     name = "session_not_found"
 
     def __init__(self, session: str) -> None:
-        super().__init__(f"No session '{session}'.", session=session)
+        super().__init__(f"No session with id '{session}'.", session=session)
 
 
 class SessionExists(OamdError):
     name = "session_exists"
 
     def __init__(self, session: str) -> None:
-        super().__init__(f"Session '{session}' already exists.", session=session)
+        super().__init__(f"A session with id '{session}' already exists.", session=session)
 
 
 class SessionLimit(OamdError):
     name = "session_limit"
 
     def __init__(self, limit: int) -> None:
-        super().__init__(f"Too many sessions (limit {limit}).", limit=limit)
+        super().__init__(
+            f"The session limit ({limit}) is reached; delete a session first.", limit=limit
+        )
 
 
 class ShutDown(OamdError):

@@ -1,23 +1,31 @@
-"""Which model a session runs on: ``"system"`` (the daemon's backend) or a scripted model.
+"""Which model a session runs on: ``"system"`` (the daemon's backend) or a host-registered type.
 
 ``ModelFactory`` resolves the protocol's ``model`` parameter. It is the one place that knows the
-daemon-wide backend, so handlers never touch ``backends/`` directly.
+daemon-wide backend and the model types the host registered (``scripted`` among them), so
+handlers never touch ``backends/`` directly.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from oamd.backends.base import Availability, LanguageModel
+from oamd.errors import InvalidParams
 
-__all__ = ["ModelFactory"]
+__all__ = ["ModelFactory", "ModelMaker"]
+
+ModelMaker = Callable[[dict[str, Any], str], LanguageModel]
+"""Builds a model from its spec object (``{"type": …, …}``) and the param path for errors."""
 
 
 @dataclass
 class ModelFactory:
     system: LanguageModel
     """The backend given at start (``--model`` / ``OAMD_MODEL``)."""
+    types: dict[str, ModelMaker] = field(default_factory=dict)
+    """Model types besides ``system`` (``scripted``), by name."""
     allow_scripted: bool = True
     """Hosts may disable ``{"type": "scripted"}`` models."""
 
@@ -28,12 +36,29 @@ class ModelFactory:
         return await self.system.availability()
 
     def model_types(self) -> list[str]:
-        return ["system", "scripted"] if self.allow_scripted else ["system"]
+        return ["system", *(t for t in self.types if t != "scripted" or self.allow_scripted)]
 
-    def describe(self, spec: Any) -> str:
-        """The short name ``session/list`` shows for a model spec."""
+    def resolve(self, spec: Any, path: str = "model") -> tuple[LanguageModel, str]:
+        """The model for a ``model`` param, and the name ``session/list`` shows for it.
+
+        Raises:
+            InvalidParams: an unknown type, a malformed spec, or scripted models disabled.
+        """
         if spec is None or spec == "system":
-            return "system"
-        if spec == "scripted" or (isinstance(spec, dict) and spec.get("type") == "scripted"):
-            return "scripted"
-        return str(spec.get("type")) if isinstance(spec, dict) else str(spec)
+            return self.system, "system"
+        if isinstance(spec, str):
+            spec = {"type": spec}
+        if not isinstance(spec, dict):
+            raise InvalidParams(f"'{path}' must be \"system\" or an object with a 'type'.")
+        kind = spec.get("type")
+        if kind is None:
+            raise InvalidParams(f"Missing required parameter '{path}.type'.")
+        if kind == "system":
+            return self.system, "system"
+        if kind == "scripted" and not self.allow_scripted:
+            raise InvalidParams("Scripted models are disabled on this bridge.")
+        maker = self.types.get(kind) if isinstance(kind, str) else None
+        if maker is None:
+            supported = ", ".join(f'"{t}"' for t in self.model_types())
+            raise InvalidParams(f"Unknown model type '{kind}'. Supported: {supported}.")
+        return maker(spec, path), str(kind)

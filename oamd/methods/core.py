@@ -88,7 +88,9 @@ def register(registry: Registry) -> None:
 
     def shutdown(req: Request) -> Deferred:
         conn = req.conn
+        state: BridgeState = req.state
         conn.begin_shutdown()  # every later request fails -32023, in arrival order
+        state.cancel_all_work()
 
         async def work() -> dict[str, Any]:
             await conn.cancel_all()

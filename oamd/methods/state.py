@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oamd.agent.models import ModelFactory
+from oamd.agent.session import SessionStore
 
 __all__ = ["BridgeState", "DaemonConfig"]
 
@@ -17,6 +18,9 @@ class DaemonConfig:
     models: ModelFactory
     test_methods: bool = False
     """Registers ``test/*`` methods used by the end-to-end suite (never in production)."""
+    max_sessions: int = 64
+    tool_timeout: float = 120.0
+    """The default time the engine has to answer a ``tool/call`` (``--tool-timeout``)."""
 
 
 @dataclass
@@ -24,4 +28,12 @@ class BridgeState:
     """Per connection: every session, NPC and world lives here and dies with the connection."""
 
     config: DaemonConfig
+    sessions: SessionStore = field(init=False)
     extras: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.sessions = SessionStore(self.config.max_sessions)
+
+    def cancel_all_work(self) -> None:
+        """Cancels every queued and running operation and forgets every object (shutdown)."""
+        self.sessions.clear()

@@ -1,0 +1,80 @@
+"""Compaction: fold all but the most recent turns into the context note with one model call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from oamd.agent.loop import TurnSpec
+from oamd.agent.policy import ToolPolicy
+from oamd.agent.prompt import turn_starts
+from oamd.agent.tools import ToolChoice, ToolOutput
+from oamd.backends.base import LanguageModel
+
+__all__ = ["DEFAULT_SUMMARY_INSTRUCTIONS", "CompactionPlan", "compact_history", "render_lines"]
+
+DEFAULT_SUMMARY_INSTRUCTIONS = (
+    "You maintain a running summary of a conversation for a character who must remember it. "
+    "Merge the new conversation into the existing summary. Keep names, promises, facts learned, "
+    "items exchanged, decisions and the relationship's tone. Write at most 120 words in plain "
+    "prose."
+)
+
+
+def render_lines(
+    entries: Sequence[dict[str, Any]], user: str = "User", assistant: str = "Assistant"
+) -> list[str]:
+    """History as labelled lines: ``User: …``, ``[Assistant used tool {…}]``, ``[tool result: …]``."""
+    lines = []
+    for entry in entries:
+        kind = entry["kind"]
+        if kind == "prompt":
+            lines.append(f"{user}: {entry['text']}")
+        elif kind == "response":
+            lines.append(f"{assistant}: {entry['text']}")
+        elif kind == "toolCalls":
+            for call in entry["calls"]:
+                args = orjson.dumps(call["arguments"]).decode()
+                lines.append(f"[{assistant} used {call['name']} {args}]")
+        elif kind == "toolOutput":
+            text = ToolOutput(entry["outputKind"], entry["output"]).model_text
+            lines.append(f"[{entry['name']} result: {text}]")
+    return lines
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    cut: int
+    """History entries before this index are folded into the summary and dropped."""
+    instructions: str
+    prompt: str
+
+    def spec(self, model: LanguageModel) -> TurnSpec:
+        return TurnSpec(
+            model=model,
+            instructions=self.instructions,
+            history=[],
+            tools=[],
+            policy=ToolPolicy(choice=ToolChoice("none"), max_rounds=0),
+            prompt=self.prompt,
+            max_attempts=1,
+        )
+
+
+def compact_history(
+    history: Sequence[dict[str, Any]],
+    keep_recent_turns: int,
+    note: str | None,
+    instructions: str | None,
+) -> CompactionPlan | None:
+    """The plan for a compaction, or ``None`` when there are no more turns than to keep."""
+    starts = turn_starts(history)
+    if len(starts) <= keep_recent_turns:
+        return None
+    cut = starts[len(starts) - keep_recent_turns] if keep_recent_turns else len(history)
+    prompt = f"Summary so far:\n{note}\n\n" if note else ""
+    prompt += "Conversation to fold into the summary:\n" + "\n".join(render_lines(history[:cut]))
+    return CompactionPlan(cut, instructions or DEFAULT_SUMMARY_INSTRUCTIONS, prompt)

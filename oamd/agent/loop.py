@@ -1,0 +1,356 @@
+"""The native tool-steering loop: one turn of a session on a model with a tool-call API.
+
+Each model step offers the tools the policy allows (Apple's semantics: ``required``/``{tool}``
+steer only the first step, budgets then disable tools so the model answers). Several calls of one
+step run in parallel; records and ``toolOutput`` entries are kept in completion order. Transient
+model failures retry the whole attempt (``maxAttempts``) only while no tool has run. Nothing here
+touches the session: the turn's entries come back in ``TurnResult.entries`` for the caller to
+commit.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+import orjson
+
+from oamd.agent.events import (
+    PartialValue,
+    Step,
+    StepStarted,
+    TextUpdated,
+    ToolCall,
+    ToolCompleted,
+    ToolRecord,
+    ToolStarted,
+    TurnEvent,
+    TurnResult,
+    TurnUsage,
+)
+from oamd.agent.policy import ToolPolicy
+from oamd.agent.prompt import entries_to_messages, trim_to_budget
+from oamd.agent.schema import CompiledSchema
+from oamd.agent.tools import (
+    RESPOND_DIRECTLY,
+    RESPOND_DIRECTLY_DESCRIPTION,
+    ToolDefinition,
+    ToolOutput,
+)
+from oamd.backends.base import (
+    ChatMessage,
+    GenerationRequest,
+    LanguageModel,
+    Sampling,
+    TextDelta,
+    ToolCallRequest,
+    ToolSpec,
+    Usage,
+    estimate_tokens,
+)
+from oamd.errors import ModelError
+
+__all__ = ["ToolExecutor", "TurnSpec", "new_call_id", "run_turn"]
+
+BUDGET_EXHAUSTED = (
+    "The tool budget for this turn is used up. Answer with the information you already have."
+)
+RETRY_BASE_SECONDS = 0.3
+MAX_RETRY_WAIT_SECONDS = 5.0
+EXTRA_STEPS = 8
+"""Steps a model may take after tools are disabled before the turn fails (a runaway guard)."""
+
+_ID_ALPHABET = string.ascii_letters + string.digits
+
+
+def new_call_id() -> str:
+    return "call_" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
+
+
+class ToolExecutor(Protocol):
+    """Runs one client tool call (``tool/call`` through the connection). Returns the output and
+    an optional follow-up to run right after the call's ``toolCallCompleted`` event."""
+
+    async def __call__(
+        self, call: ToolCall, tool: ToolDefinition
+    ) -> tuple[ToolOutput, Callable[[], None] | None]: ...
+
+
+@dataclass
+class TurnSpec:
+    """Everything one turn needs, gathered when it starts."""
+
+    model: LanguageModel
+    instructions: str | None
+    history: Sequence[dict[str, Any]]
+    tools: Sequence[ToolDefinition]
+    policy: ToolPolicy
+    prompt: str
+    schema: CompiledSchema | None = None
+    sampling: Sampling = field(default_factory=Sampling)
+    max_attempts: int = 2
+    trim_history: bool = True
+    reserved_response_tokens: int = 1024
+    prompt_entry: dict[str, Any] | None = None
+    """The history entry of the prompt (defaults to ``{"kind": "prompt", "text": prompt}``)."""
+
+
+async def run_turn(
+    spec: TurnSpec,
+    emit: Callable[[TurnEvent], None],
+    execute: ToolExecutor,
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+) -> TurnResult:
+    """Runs the turn; raises ``ModelError`` when it fails. Retries transient failures."""
+    state = _TurnState()
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await _attempt(spec, emit, execute, state)
+        except ModelError as exc:
+            wait = _retry_wait(exc, attempt)
+            if wait is None or attempt >= spec.max_attempts or state.tool_ran:
+                raise
+            await sleep(wait)
+
+
+def _retry_wait(exc: ModelError, attempt: int) -> float | None:
+    if exc.name == "generation_failed":
+        return RETRY_BASE_SECONDS * 2 ** (attempt - 1)
+    if exc.name == "rate_limited":
+        if exc.retry_after is None:
+            return RETRY_BASE_SECONDS * 2 ** (attempt - 1)
+        if exc.retry_after < MAX_RETRY_WAIT_SECONDS:
+            return exc.retry_after
+    return None
+
+
+@dataclass
+class _TurnState:
+    """What survives a retried attempt: the steps reported so far and the text already shown."""
+
+    steps: list[Step] = field(default_factory=list)
+    shown_text: str = ""
+    tool_ran: bool = False
+    usage: TurnUsage = field(default_factory=TurnUsage)
+
+
+def _system_message(spec: TurnSpec) -> list[ChatMessage]:
+    return [ChatMessage("system", spec.instructions)] if spec.instructions else []
+
+
+async def _attempt(
+    spec: TurnSpec, emit: Callable[[TurnEvent], None], execute: ToolExecutor, state: _TurnState
+) -> TurnResult:
+    prompt_entry = spec.prompt_entry or {"kind": "prompt", "text": spec.prompt}
+    entries: list[dict[str, Any]] = [prompt_entry]
+    records: list[ToolRecord] = []
+    tool_names = [t.name for t in spec.tools]
+    by_name = {t.name: t for t in spec.tools}
+    rounds = calls = 0
+    responded_directly = False
+    history, trimmed = _fit_history(spec)
+    for index in range(spec.policy.max_rounds + EXTRA_STEPS + 1):
+        plan = spec.policy.step(tool_names, rounds, calls, responded_directly)
+        step = Step(index, rounds, plan.mode, plan.enabled, trimmed)
+        state.steps.append(step)
+        emit(StepStarted(step))
+        offered = [by_name[n] for n in plan.enabled]
+        specs = [ToolSpec(t.name, t.description, t.schema.generation) for t in offered]
+        if plan.offer_respond_directly:
+            specs.append(
+                ToolSpec(
+                    RESPOND_DIRECTLY,
+                    RESPOND_DIRECTLY_DESCRIPTION,
+                    {"type": "object", "properties": {}},
+                )
+            )
+        request = GenerationRequest(
+            messages=[*_system_message(spec), *entries_to_messages([*history, *entries])],
+            tools=specs,
+            tool_mode=_tool_mode(plan.mode, spec, rounds),
+            schema=spec.schema.generation if spec.schema else None,
+            sampling=spec.sampling,
+            kind="structured" if spec.schema else "answer",
+        )
+        text, requested = await _generate(spec, request, emit, state, index)
+        if not requested:
+            return _finish(spec, text, entries, records, state)
+        rounds += 1
+        visible_calls: list[ToolCall] = []
+        runnable: list[tuple[ToolCall, ToolDefinition]] = []
+        instant: list[tuple[ToolCall, ToolOutput]] = []
+        for req in requested:
+            call = ToolCall(req.id or new_call_id(), req.name, req.arguments)
+            if req.name == RESPOND_DIRECTLY and plan.offer_respond_directly:
+                responded_directly = True  # invisible: no record, event or entry
+                continue
+            visible_calls.append(call)
+            tool = by_name.get(req.name)
+            if calls >= spec.policy.max_calls:
+                instant.append((call, ToolOutput.error(BUDGET_EXHAUSTED)))
+            elif tool is None or req.name not in plan.enabled:
+                instant.append(
+                    (call, ToolOutput.error(f"Tool '{req.name}' is not available right now."))
+                )
+            else:
+                runnable.append((call, tool))
+            calls += 1
+        if visible_calls:
+            entries.append({"kind": "toolCalls", "calls": [_call_json(c) for c in visible_calls]})
+        for call, output in instant:
+            _record(call, output, 0.0, entries, records, emit, None)
+        if runnable:
+            state.tool_ran = True
+            await _run_calls(runnable, entries, records, emit, execute)
+    raise ModelError("generation_failed", "The model kept calling tools after they were disabled.")
+
+
+def _fit_history(spec: TurnSpec) -> tuple[list[dict[str, Any]], int]:
+    if not spec.trim_history:
+        return list(spec.history), 0
+    budget = spec.model.capabilities.context_size - spec.reserved_response_tokens
+    fixed = estimate_tokens(spec.instructions or "") + estimate_tokens(spec.prompt) + 16
+    return trim_to_budget(spec.history, fixed, budget)
+
+
+def _tool_mode(mode: str, spec: TurnSpec, rounds: int) -> str:
+    if mode == "disallowed":
+        return "none"
+    if mode == "required" and spec.policy.choice.mode == "tool" and rounds == 0:
+        return spec.policy.choice.name or "required"
+    return mode
+
+
+async def _generate(
+    spec: TurnSpec,
+    request: GenerationRequest,
+    emit: Callable[[TurnEvent], None],
+    state: _TurnState,
+    index: int,
+) -> tuple[str, list[ToolCallRequest]]:
+    parts: list[str] = []
+    requested: list[ToolCallRequest] = []
+    step_text = ""
+    async for event in spec.model.generate(request):
+        if type(event) is TextDelta:
+            if not event.text:
+                continue
+            parts.append(event.text)
+            if spec.schema is None:
+                if not step_text and state.shown_text:
+                    step_text = event.text  # an earlier step's text was shown: replace it
+                    state.shown_text = step_text
+                    emit(TextUpdated(step_text, step_text, is_reset=True))
+                else:
+                    step_text += event.text
+                    state.shown_text = step_text
+                    emit(TextUpdated(event.text, step_text))
+            else:
+                value = _try_json("".join(parts))
+                if value is not _INCOMPLETE:
+                    emit(PartialValue(value))
+        elif type(event) is ToolCallRequest:
+            requested.append(event)
+        elif type(event) is Usage:
+            state.usage.add(event.input_tokens, event.cached_input_tokens, event.output_tokens)
+    return "".join(parts), requested
+
+
+_INCOMPLETE = object()
+
+
+def _try_json(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _INCOMPLETE
+
+
+def _finish(
+    spec: TurnSpec,
+    text: str,
+    entries: list[dict[str, Any]],
+    records: list[ToolRecord],
+    state: _TurnState,
+) -> TurnResult:
+    result = TurnResult(text=text, records=records, usage=state.usage, steps=state.steps)
+    if spec.schema is not None:
+        value = _try_json(text)
+        if value is _INCOMPLETE:
+            raise ModelError("generation_failed", "The model's answer is not valid JSON.")
+        value = spec.schema.coerce(value)
+        problems = spec.schema.validate(value)
+        if problems:
+            raise ModelError(
+                "generation_failed",
+                "The model's answer does not match the schema: " + "; ".join(problems[:3]),
+            )
+        value = spec.schema.order(value)
+        result.structured = value
+        result.has_structured = True
+        result.text = orjson.dumps(value).decode()
+        entries.append({"kind": "response", "text": result.text, "structured": value})
+    else:
+        entries.append({"kind": "response", "text": text})
+    result.entries = entries
+    return result
+
+
+def _call_json(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.id, "name": call.name, "arguments": call.arguments}
+
+
+def _record(
+    call: ToolCall,
+    output: ToolOutput,
+    duration: float,
+    entries: list[dict[str, Any]],
+    records: list[ToolRecord],
+    emit: Callable[[TurnEvent], None],
+    follow_up: Callable[[], None] | None,
+) -> None:
+    record = ToolRecord(call, output, round(duration, 3))
+    records.append(record)
+    entries.append(
+        {
+            "kind": "toolOutput",
+            "callId": call.id,
+            "name": call.name,
+            "outputKind": output.kind,
+            "output": output.value,
+        }
+    )
+    emit(ToolCompleted(record))
+    if follow_up is not None:
+        follow_up()
+
+
+async def _run_calls(
+    runnable: list[tuple[ToolCall, ToolDefinition]],
+    entries: list[dict[str, Any]],
+    records: list[ToolRecord],
+    emit: Callable[[TurnEvent], None],
+    execute: ToolExecutor,
+) -> None:
+    async def run_one(call: ToolCall, tool: ToolDefinition) -> None:
+        emit(ToolStarted(call, tool.execution))  # then the tool/call, before any await
+        started = time.monotonic()
+        if tool.local is not None:
+            output, follow_up = await tool.local(call.arguments), None
+        else:
+            output, follow_up = await execute(call, tool)
+        _record(call, output, time.monotonic() - started, entries, records, emit, follow_up)
+
+    if len(runnable) == 1:
+        await run_one(*runnable[0])
+        return
+    async with anyio.create_task_group() as tg:
+        for call, tool in runnable:
+            tg.start_soon(run_one, call, tool)

@@ -1,0 +1,74 @@
+"""ToolPolicy: which tools a model step may or must call (§5 options, Apple's step steering).
+
+The mode of a step, in this order: ``none`` → disallowed; the model already chose
+``respond_directly`` → disallowed; the round or call budget is spent → disallowed; ``required`` or
+``explicit`` on the first step → required; ``{"tool": n}`` on the first step → required with only
+``n``; otherwise allowed; and disallowed whenever no tool is left to offer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from oamd.agent.params import Params
+from oamd.agent.tools import ToolChoice, parse_tool_choice
+
+__all__ = ["StepTools", "ToolPolicy", "parse_policy_overrides"]
+
+
+@dataclass(frozen=True, slots=True)
+class StepTools:
+    mode: str
+    """``allowed``, ``required`` or ``disallowed``."""
+    enabled: tuple[str, ...]
+    offer_respond_directly: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPolicy:
+    choice: ToolChoice = ToolChoice()
+    max_rounds: int = 4
+    max_calls: int = 12
+    enabled: frozenset[str] | None = None
+    """``None``: every tool of the session."""
+
+    def step(
+        self, tools: Sequence[str], rounds: int, calls: int, responded_directly: bool
+    ) -> StepTools:
+        visible = tuple(t for t in tools if self.enabled is None or t in self.enabled)
+        mode = self.choice.mode
+        if mode == "none" or responded_directly:
+            return StepTools("disallowed", ())
+        if rounds >= self.max_rounds or calls >= self.max_calls:
+            return StepTools("disallowed", ())
+        if rounds == 0 and mode == "tool":
+            only = tuple(t for t in tools if t == self.choice.name)
+            return StepTools("required", only) if only else StepTools("disallowed", ())
+        if not visible:
+            return StepTools("disallowed", ())
+        if rounds == 0 and mode in ("required", "explicit"):
+            return StepTools("required", visible, offer_respond_directly=mode == "explicit")
+        return StepTools("allowed", visible)
+
+    def with_overrides(self, overrides: dict[str, Any]) -> ToolPolicy:
+        return replace(self, **overrides) if overrides else self
+
+
+def parse_policy_overrides(p: Params) -> dict[str, Any]:
+    """``toolChoice``, ``maxToolRounds``, ``maxToolCalls``, ``enabledTools`` as policy fields."""
+    out: dict[str, Any] = {}
+    choice = parse_tool_choice(p.get("toolChoice"), p.path("toolChoice"))
+    if choice is not None:
+        out["choice"] = choice
+    rounds = p.opt_int("maxToolRounds", minimum=0)
+    if rounds is not None:
+        out["max_rounds"] = rounds
+    calls = p.opt_int("maxToolCalls", minimum=0)
+    if calls is not None:
+        out["max_calls"] = calls
+    enabled = p.opt_strings("enabledTools")
+    if enabled is not None:
+        out["enabled"] = frozenset(enabled)
+    return out

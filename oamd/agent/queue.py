@@ -1,0 +1,115 @@
+"""TurnQueue: one session's (or NPC's) turn-affecting operations, one after another.
+
+Rules:
+
+1. **The place in line is taken when the handler schedules**, so pipelined requests run in
+   arrival order; operations of different queues run in parallel.
+2. **``commit()`` is the point of no return.** Work calls it right before it changes state,
+   with no await between the commit and the change. A cancel that comes before the commit wins:
+   the operation ends with ``Cancelled`` and leaves no trace. After it, the operation completes
+   normally and a cancel does not count it.
+3. **``cancel_all()`` cancels the running operation and every queued one** that has not
+   committed, and returns how many it cancelled.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import anyio
+
+from oamd.errors import Cancelled
+
+__all__ = ["Operation", "OperationState", "TurnQueue"]
+
+T = TypeVar("T")
+
+
+class OperationState(enum.Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMMITTED = "committed"
+    CANCELLED = "cancelled"
+
+
+class Operation:
+    """One scheduled operation; the work it runs receives it to call ``commit``."""
+
+    __slots__ = ("_scope", "state")
+
+    def __init__(self) -> None:
+        self.state = OperationState.QUEUED
+        self._scope: anyio.CancelScope | None = None
+
+    def commit(self) -> None:
+        """Marks the point of no return.
+
+        Raises:
+            Cancelled: a cancel came first; the caller must change nothing.
+        """
+        if self.state is OperationState.CANCELLED:
+            raise Cancelled()
+        self.state = OperationState.COMMITTED
+
+    @property
+    def committed(self) -> bool:
+        return self.state is OperationState.COMMITTED
+
+    def cancel(self) -> bool:
+        """Cancels the operation unless it committed; returns whether it did."""
+        if self.state in (OperationState.COMMITTED, OperationState.CANCELLED):
+            return False
+        self.state = OperationState.CANCELLED
+        if self._scope is not None:
+            self._scope.cancel()
+        return True
+
+
+class TurnQueue:
+    def __init__(self) -> None:
+        self._operations: list[Operation] = []
+        self._tail: anyio.Event | None = None
+
+    def schedule(self, work: Callable[[Operation], Awaitable[T]]) -> Callable[[], Awaitable[T]]:
+        """Takes a place in line now; returns the coroutine function that runs ``work`` there.
+
+        The returned function raises ``Cancelled`` when the operation was cancelled before it
+        committed (including while it waited for its turn).
+        """
+        operation = Operation()
+        operation._scope = anyio.CancelScope()
+        previous, done = self._tail, anyio.Event()
+        self._tail = done
+        self._operations.append(operation)
+
+        async def run() -> T:
+            try:
+                assert operation._scope is not None
+                with operation._scope:
+                    if previous is not None:
+                        await previous.wait()
+                    if operation.state is OperationState.QUEUED:
+                        operation.state = OperationState.RUNNING
+                    result = await work(operation)
+                if operation.state is OperationState.CANCELLED:
+                    raise Cancelled()
+                return result
+            except Exception:
+                if operation.state is OperationState.CANCELLED:
+                    raise Cancelled() from None
+                raise
+            finally:
+                done.set()
+                self._operations.remove(operation)
+
+        return run
+
+    def cancel_all(self) -> int:
+        return sum(op.cancel() for op in list(self._operations))
+
+    @property
+    def pending(self) -> int:
+        """Operations running or waiting (committed ones still finishing included)."""
+        return len(self._operations)

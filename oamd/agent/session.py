@@ -1,0 +1,220 @@
+"""Sessions: an agent with its own conversation, options, tools and turn queue; and their store.
+
+A session's history is a list of entries in oamd's transcript form (``prompt``, ``toolCalls``,
+``toolOutput``, ``response``); a turn adds its entries in one step when it commits.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from oamd.agent.params import Params, shown
+from oamd.agent.policy import ToolPolicy, parse_policy_overrides
+from oamd.agent.queue import TurnQueue
+from oamd.agent.tools import ToolDefinition
+from oamd.backends.base import LanguageModel, Sampling
+from oamd.errors import InvalidParams, SessionExists, SessionLimit, SessionNotFound
+from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS, MAX_ID_CHARS, MAX_SESSIONS
+
+__all__ = [
+    "OPTION_KEYS",
+    "Session",
+    "SessionOptions",
+    "SessionStore",
+    "check_object_id",
+    "parse_sampling",
+    "parse_session_options",
+    "utc_now",
+]
+
+OPTION_KEYS = (
+    "toolChoice",
+    "maxToolRounds",
+    "maxToolCalls",
+    "enabledTools",
+    "temperature",
+    "maxResponseTokens",
+    "sampling",
+    "toolTimeoutSeconds",
+    "trimHistory",
+    "reservedResponseTokens",
+    "maxAttempts",
+    "userLabel",
+    "assistantLabel",
+)
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    policy: ToolPolicy = ToolPolicy()
+    sampling: Sampling = Sampling()
+    tool_timeout: float = DEFAULT_TOOL_TIMEOUT_SECONDS
+    """Seconds the engine has to answer a ``tool/call``; 0 = forever."""
+    trim_history: bool = True
+    reserved_response_tokens: int = 1024
+    max_attempts: int = 2
+    user_label: str = "User"
+    assistant_label: str = "Assistant"
+
+
+def parse_sampling(p: Params, base: Sampling) -> Sampling:
+    temperature = p.opt_number("temperature", minimum=0)
+    max_tokens = p.opt_int(
+        "maxResponseTokens" if "maxResponseTokens" in p.raw else "maximumResponseTokens",
+        minimum=1,
+    )
+    raw = p.get("sampling")
+    greedy, top_k, top_p, seed = base.greedy, base.top_k, base.top_p, base.seed
+    path = p.path("sampling")
+    if raw is not None:
+        if raw == "greedy":
+            greedy, top_k, top_p, seed = True, None, None, None
+        elif isinstance(raw, dict):
+            sp = Params(raw, path)
+            if "topK" in raw:
+                top_k = sp.opt_int("topK", minimum=1)
+            elif "topP" in raw:
+                top_p = sp.opt_number("topP")
+                if top_p is not None and not 0 <= top_p <= 1:
+                    raise InvalidParams(f"'{path}.topP' must be between 0 and 1.")
+            else:
+                raise InvalidParams(f"'{path}' must contain 'topK' or 'topP'.")
+            seed = sp.opt_int("seed", minimum=0)
+            greedy = False
+        else:
+            raise InvalidParams(f'\'{path}\' must be "greedy", {{"topK": n}} or {{"topP": p}}.')
+    return Sampling(
+        temperature=base.temperature if temperature is None else temperature,
+        greedy=greedy,
+        top_k=top_k,
+        top_p=top_p,
+        seed=seed,
+        max_tokens=base.max_tokens if max_tokens is None else max_tokens,
+    )
+
+
+def parse_session_options(
+    p: Params | None, base: SessionOptions = SessionOptions()
+) -> tuple[SessionOptions, list[str]]:
+    """``options`` of ``session/create``; returns the options and unknown-key warnings."""
+    if p is None:
+        return base, []
+    warnings = p.unknown(OPTION_KEYS)
+    policy = base.policy.with_overrides(parse_policy_overrides(p))
+    sampling = parse_sampling(p, base.sampling)
+    timeout = p.opt_seconds("toolTimeoutSeconds")
+    options = SessionOptions(
+        policy=policy,
+        sampling=sampling,
+        tool_timeout=base.tool_timeout if timeout is None else timeout,
+        trim_history=p.opt_bool("trimHistory", base.trim_history),  # type: ignore[arg-type]
+        reserved_response_tokens=p.opt_int(
+            "reservedResponseTokens", base.reserved_response_tokens, minimum=0
+        ),  # type: ignore[arg-type]
+        max_attempts=p.opt_int("maxAttempts", base.max_attempts, minimum=1),  # type: ignore[arg-type]
+        user_label=p.opt_string("userLabel", base.user_label),  # type: ignore[arg-type]
+        assistant_label=p.opt_string("assistantLabel", base.assistant_label),  # type: ignore[arg-type]
+    )
+    return options, warnings
+
+
+def check_object_id(value: Any, key: str) -> str:
+    """An id given by the client: 1–128 printable characters.
+
+    Raises:
+        InvalidParams: not a string, empty, too long, or with control/format characters.
+    """
+    if not isinstance(value, str):
+        raise InvalidParams(f"Parameter '{key}' must be a string; got {shown(value)}.")
+    if not 1 <= len(value) <= MAX_ID_CHARS or (
+        not value.isprintable() and any(_is_control(c) for c in value)
+    ):
+        raise InvalidParams(f"'{key}' must be 1-128 printable characters; got '{value}'.")
+    return value
+
+
+def _is_control(char: str) -> bool:
+    return unicodedata.category(char) in ("Cc", "Cf")
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(eq=False)
+class Session:
+    id: str
+    model: LanguageModel
+    model_name: str
+    instructions: str | None
+    tools: list[ToolDefinition]
+    options: SessionOptions
+    history: list[dict[str, Any]] = field(default_factory=list)
+    context_note: str | None = None
+    queue: TurnQueue = field(default_factory=TurnQueue)
+    created_at: str = field(default_factory=utc_now)
+    in_progress: list[dict[str, Any]] | None = None
+    """Entries of the running turn, visible to ``session/transcript`` before they commit."""
+
+    @property
+    def effective_instructions(self) -> str | None:
+        """Instructions with the context note appended (``instructions + "\\n\\n" + note``)."""
+        if self.context_note and self.instructions:
+            return f"{self.instructions}\n\n{self.context_note}"
+        return self.context_note or self.instructions
+
+    def tool(self, name: str) -> ToolDefinition | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+
+class SessionStore:
+    """The sessions of one connection, in creation order, with generated ids ``s1, s2…``."""
+
+    def __init__(self, limit: int = MAX_SESSIONS) -> None:
+        self._sessions: dict[str, Session] = {}
+        self._ids = itertools.count(1)
+        self.limit = limit
+
+    def new_id(self) -> str:
+        """The next free generated id (the counter advances even if creation later fails)."""
+        while True:
+            candidate = f"s{next(self._ids)}"
+            if candidate not in self._sessions:
+                return candidate
+
+    def check_new(self, session_id: str) -> None:
+        if session_id in self._sessions:
+            raise SessionExists(session_id)
+
+    def add(self, session: Session) -> None:
+        self.check_new(session.id)
+        if len(self._sessions) >= self.limit:
+            raise SessionLimit(self.limit)
+        self._sessions[session.id] = session
+
+    def get(self, session_id: Any) -> Session:
+        session = self._sessions.get(session_id) if isinstance(session_id, str) else None
+        if session is None:
+            raise SessionNotFound(str(session_id))
+        return session
+
+    def remove(self, session_id: str) -> Session:
+        session = self.get(session_id)
+        del self._sessions[session_id]
+        return session
+
+    def __iter__(self) -> Iterator[Session]:
+        return iter(list(self._sessions.values()))
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def clear(self) -> int:
+        cancelled = sum(s.queue.cancel_all() for s in self._sessions.values())
+        self._sessions.clear()
+        return cancelled

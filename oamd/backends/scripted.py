@@ -1,0 +1,243 @@
+"""The scripted model (§10): a deterministic script instead of a model, for engine development and CI.
+
+Each model inference plays the next step; a tool round takes one step and the answer another.
+When the steps run out, ``fallback`` (default ``{"text": "(script exhausted)"}``) plays. Steps:
+``text`` (+ ``chunks``, streamed in about that many pieces), ``toolCalls``, ``json``, ``template``
+(``{prompt}``, ``{toolOutputs}``, ``{toolOutput}`` substituted in that order), ``error`` (any model
+``data.code``); any step may wait ``delayMs`` first. It reads what it needs for templates from
+the request's messages, so it behaves the same on every tool loop.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import orjson
+
+from oamd.backends.base import (
+    Availability,
+    GenerationEvent,
+    GenerationRequest,
+    LanguageModel,
+    ModelCapabilities,
+    TextDelta,
+    ToolCallRequest,
+    Usage,
+    estimate_tokens,
+)
+from oamd.errors import MODEL_ERROR_NAMES, InvalidParams, ModelError
+
+__all__ = ["ScriptStep", "ScriptedModel", "parse_script", "split_chunks"]
+
+_ERROR_CODES = (
+    "model_unavailable, guardrail_violation, refusal, context_size_exceeded, rate_limited, "
+    "unsupported_language, invalid_schema, tool_failed, cancelled, busy, invalid_request, "
+    "generation_failed"
+)
+_DEFAULT_CHUNKS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptStep:
+    kind: str
+    """``text``, ``toolCalls``, ``json``, ``template`` or ``error``."""
+    value: Any
+    chunks: int = _DEFAULT_CHUNKS
+    delay_ms: int = 0
+    message: str | None = None
+
+
+FALLBACK = ScriptStep("text", "(script exhausted)")
+
+
+def _shown(value: Any) -> str:
+    text = orjson.dumps(value).decode()
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _parse_step(raw: Any, path: str) -> ScriptStep:
+    if not isinstance(raw, dict):
+        raise InvalidParams(f"'{path}' must be an object.")
+    delay = raw.get("delayMs")
+    if delay is None:
+        delay = 0
+    elif isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
+        raise InvalidParams(f"Parameter '{path}.delayMs' must be at least 0.")
+    delay = int(delay)
+    if "text" in raw and raw["text"] is not None:
+        text = raw["text"]
+        if not isinstance(text, str):
+            raise InvalidParams(f"Parameter '{path}.text' must be a string; got {_shown(text)}.")
+        chunks = raw.get("chunks")
+        if chunks is None:
+            chunks = _DEFAULT_CHUNKS
+        elif isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+            raise InvalidParams(f"Parameter '{path}.chunks' must be at least 1.")
+        return ScriptStep("text", text, chunks, delay)
+    if "toolCalls" in raw and raw["toolCalls"] is not None:
+        calls = raw["toolCalls"]
+        if not isinstance(calls, list):
+            raise InvalidParams(
+                f"Parameter '{path}.toolCalls' must be an array; got {_shown(calls)}."
+            )
+        if not calls:
+            raise InvalidParams(f"'{path}.toolCalls' must not be empty.")
+        parsed = []
+        for j, call in enumerate(calls):
+            cpath = f"{path}.toolCalls[{j}]"
+            if not isinstance(call, dict):
+                raise InvalidParams(f"'{cpath}' must be an object.")
+            name = call.get("name")
+            if name is None:
+                raise InvalidParams(f"Missing required parameter '{cpath}.name'.")
+            if not isinstance(name, str):
+                raise InvalidParams(
+                    f"Parameter '{cpath}.name' must be a string; got {_shown(name)}."
+                )
+            arguments = call.get("arguments")
+            if arguments is None:
+                arguments = {}
+            elif not isinstance(arguments, dict):
+                raise InvalidParams(
+                    f"Parameter '{cpath}.arguments' must be an object; got {_shown(arguments)}."
+                )
+            call_id = call.get("id")
+            if call_id is not None and not isinstance(call_id, str):
+                raise InvalidParams(
+                    f"Parameter '{cpath}.id' must be a string; got {_shown(call_id)}."
+                )
+            parsed.append(ToolCallRequest(name, arguments, call_id))
+        return ScriptStep("toolCalls", tuple(parsed), delay_ms=delay)
+    if "json" in raw:
+        return ScriptStep("json", raw["json"], delay_ms=delay)
+    if "template" in raw and raw["template"] is not None:
+        template = raw["template"]
+        if not isinstance(template, str):
+            raise InvalidParams(
+                f"Parameter '{path}.template' must be a string; got {_shown(template)}."
+            )
+        return ScriptStep("template", template, _DEFAULT_CHUNKS, delay)
+    if "error" in raw and raw["error"] is not None:
+        code = raw["error"]
+        if code not in MODEL_ERROR_NAMES:
+            raise InvalidParams(f"'{path}.error' must be one of: {_ERROR_CODES}; got '{code}'.")
+        message = raw.get("message")
+        if message is not None and not isinstance(message, str):
+            raise InvalidParams(
+                f"Parameter '{path}.message' must be a string; got {_shown(message)}."
+            )
+        return ScriptStep("error", code, delay_ms=delay, message=message)
+    raise InvalidParams(
+        f"'{path}' must contain one of 'text', 'toolCalls', 'json', 'template' or 'error'."
+    )
+
+
+def parse_script(spec: dict[str, Any], path: str = "model") -> tuple[list[ScriptStep], ScriptStep]:
+    """``{"type": "scripted", "steps": [...], "fallback"?: step}`` → steps and fallback.
+
+    Raises:
+        InvalidParams: a step is malformed; the message names ``model.steps[i]``.
+    """
+    steps_raw = spec.get("steps")
+    if steps_raw is None:
+        steps_raw = []
+    if not isinstance(steps_raw, list):
+        raise InvalidParams(f"Parameter '{path}.steps' must be an array; got {_shown(steps_raw)}.")
+    steps = [_parse_step(raw, f"{path}.steps[{i}]") for i, raw in enumerate(steps_raw)]
+    fallback_raw = spec.get("fallback")
+    fallback = FALLBACK if fallback_raw is None else _parse_step(fallback_raw, f"{path}.fallback")
+    return steps, fallback
+
+
+def split_chunks(text: str, chunks: int) -> list[str]:
+    """Pieces of about ``len(text)/chunks`` characters; one piece when ``len(text) <= chunks``."""
+    if not text:
+        return []
+    if chunks <= 1 or len(text) <= chunks:
+        return [text]
+    size = math.ceil(len(text) / chunks)
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _tool_outputs_of_turn(request: GenerationRequest) -> list[str]:
+    outputs: list[str] = []
+    for message in request.messages:
+        if message.role == "user":
+            outputs = []
+        elif message.role == "tool":
+            outputs.append(message.content)
+    return outputs
+
+
+def _last_prompt(request: GenerationRequest) -> str:
+    for message in reversed(request.messages):
+        if message.role == "user":
+            return message.content
+    return ""
+
+
+def render_template(template: str, request: GenerationRequest) -> str:
+    outputs = _tool_outputs_of_turn(request)
+    text = template.replace("{prompt}", _last_prompt(request))
+    text = text.replace("{toolOutputs}", "\n".join(outputs))
+    return text.replace("{toolOutput}", outputs[-1] if outputs else "")
+
+
+@dataclass
+class ScriptedModel(LanguageModel):
+    """One script, played step by step; a session owns its own instance."""
+
+    steps: list[ScriptStep] = field(default_factory=list)
+    fallback: ScriptStep = FALLBACK
+    name: str = "scripted"
+    capabilities: ModelCapabilities = ModelCapabilities(
+        native_tools=True, constrained_json=True, streaming=True, context_size=8192
+    )
+    requests: list[GenerationRequest] = field(default_factory=list)
+    """Every request received, for tests that assert on what the model was shown."""
+    _next: int = 0
+
+    @property
+    def played(self) -> int:
+        return self._next
+
+    def _take(self) -> ScriptStep:
+        if self._next < len(self.steps):
+            step = self.steps[self._next]
+            self._next += 1
+            return step
+        return self.fallback
+
+    async def availability(self) -> Availability:
+        return self.cached_availability()
+
+    def cached_availability(self) -> Availability:
+        return Availability(available=True, context_size=8192, variant="scripted")
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+        self.requests.append(request)
+        step = self._take()
+        if step.delay_ms:
+            await anyio.sleep(step.delay_ms / 1000)
+        input_tokens = sum(estimate_tokens(m.content) for m in request.messages)
+        if step.kind == "error":
+            raise ModelError(step.value, step.message or f"Scripted {step.value}.")
+        if step.kind == "toolCalls":
+            for call in step.value:
+                yield call
+            yield Usage(input_tokens, 0, 4 * len(step.value))
+            return
+        if step.kind == "json":
+            yield TextDelta(orjson.dumps(step.value).decode())
+            yield Usage(input_tokens, 0, 8)
+            return
+        text = step.value if step.kind == "text" else render_template(step.value, request)
+        output_tokens = 0
+        for piece in split_chunks(text, step.chunks):
+            output_tokens += max(1, len(piece) // 4)
+            yield TextDelta(piece)
+        yield Usage(input_tokens, 0, output_tokens)

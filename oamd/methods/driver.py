@@ -1,0 +1,101 @@
+"""TurnDriver: bridges one running turn to the client.
+
+Maps the agent's events to ``session/event`` (or ``npc/event``…) notifications when the request
+streams, and each client tool call to a ``tool/call`` request whose reply bypasses every queue.
+A call that times out gives the model an error output, and a ``tool/cancel`` goes out right after
+its ``toolCallCompleted`` event; a call abandoned because the turn ended gets ``tool/cancel`` too,
+before the turn's own response.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from oamd.agent.events import ToolCall, TurnEvent
+from oamd.agent.tools import ToolDefinition, ToolOutput
+from oamd.methods.encode import encode_call, encode_event
+from oamd.rpc import Connection
+
+__all__ = ["TurnDriver", "format_duration"]
+
+TURN_ENDED_REASON = "The turn ended before the tool finished."
+
+
+def format_duration(seconds: float) -> str:
+    """``120s``, ``200ms``, ``1s 500ms`` — as the reference words tool timeouts."""
+    total_ms = round(seconds * 1000)
+    whole, ms = divmod(total_ms, 1000)
+    parts = ([f"{whole}s"] if whole else []) + ([f"{ms}ms"] if ms else [])
+    return " ".join(parts) or "0s"
+
+
+class TurnDriver:
+    def __init__(
+        self,
+        conn: Connection,
+        context: dict[str, Any],
+        request_id: Any,
+        *,
+        stream: bool,
+        event_method: str = "session/event",
+        default_timeout: float,
+        event_encoder: Callable[[TurnEvent], dict[str, Any] | None] = encode_event,
+    ) -> None:
+        self._conn = conn
+        self._context = context
+        self._request_id = request_id
+        self._stream = stream
+        self._event_method = event_method
+        self._default_timeout = default_timeout
+        self._encode = event_encoder
+
+    def emit(self, event: TurnEvent) -> None:
+        if not self._stream:
+            return
+        payload = self._encode(event)
+        if payload is not None:
+            self._conn.send_notification(
+                self._event_method,
+                {**self._context, "requestId": self._request_id, "event": payload},
+            )
+
+    def _cancel_params(self, call_id: str, call: ToolCall, reason: str) -> dict[str, Any]:
+        return {
+            **self._context,
+            "requestId": self._request_id,
+            "id": call_id,
+            "callId": call.id,
+            "reason": reason,
+        }
+
+    async def execute(
+        self, call: ToolCall, tool: ToolDefinition
+    ) -> tuple[ToolOutput, Callable[[], None] | None]:
+        timeout = self._default_timeout if tool.timeout is None else tool.timeout
+        pending = self._conn.start_call(
+            "tool/call", {**self._context, "requestId": self._request_id, "call": encode_call(call)}
+        )
+        try:
+            with anyio.move_on_after(timeout if timeout > 0 else math.inf):
+                reply = await pending.wait()
+                return ToolOutput.from_reply(reply.result, reply.error), None
+        except BaseException:
+            if pending.reply is None:
+                pending.abandon()
+                self._conn.send_notification(
+                    "tool/cancel", self._cancel_params(pending.id, call, TURN_ENDED_REASON)
+                )
+            raise
+        pending.abandon()
+        output = ToolOutput.error(f"Tool '{call.name}' timed out after {format_duration(timeout)}.")
+
+        def send_cancel() -> None:
+            self._conn.send_notification(
+                "tool/cancel", self._cancel_params(pending.id, call, output.model_text)
+            )
+
+        return output, send_cancel

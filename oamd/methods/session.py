@@ -1,0 +1,292 @@
+"""``session/*`` (§5): thin adapters from params to sessions, turns and their wire results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oamd.agent.compaction import compact_history
+from oamd.agent.loop import TurnSpec, run_turn
+from oamd.agent.params import Params
+from oamd.agent.policy import parse_policy_overrides
+from oamd.agent.queue import Operation
+from oamd.agent.session import Session, SessionOptions, check_object_id, parse_session_options
+from oamd.agent.tools import RESPOND_DIRECTLY, parse_tools, tool_count_warning
+from oamd.agent.transcript import export_transcript, import_transcript
+from oamd.errors import InvalidParams, InvalidRequest, InvalidSchema, OamdError
+from oamd.methods.driver import TurnDriver
+from oamd.methods.encode import encode_turn
+from oamd.methods.state import BridgeState
+from oamd.methods.validate import compile_param_schema
+from oamd.rpc import Deferred, Registry, Request, Result
+
+__all__ = ["register"]
+
+CREATE_KEYS = ("session", "instructions", "tools", "options", "history", "model")
+RESPOND_KEYS = (
+    "session",
+    "prompt",
+    "schema",
+    "stream",
+    "toolChoice",
+    "maxToolRounds",
+    "maxToolCalls",
+    "enabledTools",
+)
+
+
+def _restore_tools(saved: list[dict[str, Any]]) -> tuple[list[Any], list[str]]:
+    tools, warnings = [], []
+    for i, raw in enumerate(saved):
+        try:
+            parsed, _ = parse_tools([raw], f"history.tools[{i}]")
+            tools.extend(parsed)
+        except OamdError as exc:
+            warnings.append(
+                f"{raw.get('name', '?')}: could not be restored from 'history' ({exc.message}); "
+                "send its definition in 'tools'."
+            )
+    return tools, warnings
+
+
+def create(req: Request) -> Result:
+    state: BridgeState = req.state
+    store = state.sessions
+    p = Params(req.params)
+    warnings = p.unknown(CREATE_KEYS)
+    if p.has("session"):
+        session_id = check_object_id(p.get("session"), "session")
+        store.check_new(session_id)
+    else:
+        session_id = store.new_id()
+    options, option_warnings = parse_session_options(
+        p.opt_object("options"), SessionOptions(tool_timeout=state.config.tool_timeout)
+    )
+    warnings += option_warnings
+    restored = import_transcript(p.get("history")) if p.has("history") else None
+    if "instructions" in req.params or restored is None:
+        instructions = p.opt_string("instructions")
+    else:
+        instructions = restored.instructions
+    if "tools" in req.params or restored is None:
+        tools, tool_warnings = parse_tools(p.get("tools"))
+    else:
+        tools, tool_warnings = _restore_tools(restored.tools)
+    warnings += tool_warnings
+    choice = options.policy.choice
+    if choice.mode == "tool" and not any(t.name == choice.name for t in tools):
+        raise InvalidParams(
+            f"'options.toolChoice' names tool '{choice.name}', which is not in 'tools'."
+        )
+    warnings += tool_count_warning(len(tools))
+    model, model_name = state.config.models.resolve(p.get("model"))
+    if model_name == "system":
+        availability = model.cached_availability()
+        if availability is not None and not availability.available:
+            warnings.append(
+                f"The system model is unavailable ({availability.reason or 'unknown'}); turns "
+                "will fail with model_unavailable until it is ready."
+            )
+    if any(t.name == RESPOND_DIRECTLY for t in tools):
+        raise InvalidRequest(f"'{RESPOND_DIRECTLY}' is reserved for ToolChoice.explicit.")
+    session = Session(
+        id=session_id,
+        model=model,
+        model_name=model_name,
+        instructions=instructions,
+        tools=tools,
+        options=options,
+    )
+    if restored is not None:
+        session.history = restored.entries
+        session.context_note = restored.context_note
+    store.add(session)
+    return Result({"session": session_id, "warnings": warnings})
+
+
+def respond(req: Request) -> Deferred:
+    state: BridgeState = req.state
+    p = Params(req.params)
+    session = state.sessions.get(p.string("session"))
+    prompt = p.string("prompt")
+    stream = p.opt_bool("stream", False)
+    overrides = parse_policy_overrides(p)
+    warnings = p.unknown(RESPOND_KEYS)
+    schema = None
+    if p.has("schema"):
+        schema = compile_param_schema(p.get("schema"))
+        warnings += schema.warnings
+    driver = TurnDriver(
+        req.conn,
+        {"session": session.id},
+        req.id,
+        stream=bool(stream),
+        default_timeout=session.options.tool_timeout,
+    )
+
+    async def work(op: Operation) -> dict[str, Any]:
+        policy = session.options.policy.with_overrides(overrides)
+        if policy.choice.mode == "tool" and session.tool(policy.choice.name or "") is None:
+            raise InvalidParams(
+                f"'toolChoice' names tool '{policy.choice.name}', which session '{session.id}' "
+                "does not have."
+            )
+        spec = TurnSpec(
+            model=session.model,
+            instructions=session.effective_instructions,
+            history=session.history,
+            tools=session.tools,
+            policy=policy,
+            prompt=prompt,
+            schema=schema,
+            sampling=session.options.sampling,
+            max_attempts=session.options.max_attempts,
+            trim_history=session.options.trim_history,
+            reserved_response_tokens=session.options.reserved_response_tokens,
+        )
+        result = await run_turn(spec, driver.emit, driver.execute)
+        op.commit()
+        session.history.extend(result.entries)
+        return encode_turn(session.id, result, warnings)
+
+    return Deferred(session.queue.schedule(work))
+
+
+def _session(req: Request) -> Session:
+    state: BridgeState = req.state
+    return state.sessions.get(Params(req.params).string("session"))
+
+
+def cancel(req: Request) -> Result:
+    session = _session(req)
+    return Result({"session": session.id, "cancelled": session.queue.cancel_all()})
+
+
+def delete(req: Request) -> Result:
+    state: BridgeState = req.state
+    session = _session(req)
+    state.sessions.remove(session.id)
+    session.queue.cancel_all()
+    return Result({"session": session.id, "deleted": True})
+
+
+def list_sessions(req: Request) -> Result:
+    state: BridgeState = req.state
+    out = []
+    for s in state.sessions:
+        item: dict[str, Any] = {"session": s.id, "model": s.model_name}
+        if s.instructions is not None:
+            item["instructions"] = s.instructions
+        item["tools"] = [t.name for t in s.tools]
+        item["busy"] = s.queue.pending > 0
+        item["pendingOperations"] = s.queue.pending
+        item["entries"] = len(s.history)
+        item["createdAt"] = s.created_at
+        out.append(item)
+    return Result({"sessions": out})
+
+
+def transcript(req: Request) -> Result:
+    s = _session(req)
+    return Result(
+        {
+            "session": s.id,
+            "transcript": export_transcript(
+                s.instructions, s.context_note, [t.to_wire() for t in s.tools], s.history
+            ),
+        }
+    )
+
+
+def _queued(req: Request, apply: Any, result: dict[str, Any]) -> Deferred:
+    session = _session(req)
+
+    async def work(op: Operation) -> dict[str, Any]:
+        op.commit()
+        apply(session)
+        return result
+
+    return Deferred(session.queue.schedule(work))
+
+
+def reset(req: Request) -> Deferred:
+    def apply(s: Session) -> None:
+        s.history = []
+        s.context_note = None
+
+    return _queued(req, apply, {"session": req.params.get("session")})
+
+
+def set_instructions(req: Request) -> Deferred:
+    instructions = Params(req.params).opt_string("instructions")
+
+    def apply(s: Session) -> None:
+        s.instructions = instructions
+
+    return _queued(req, apply, {"session": req.params.get("session")})
+
+
+def set_context_note(req: Request) -> Deferred:
+    note = Params(req.params).opt_string("note")
+
+    def apply(s: Session) -> None:
+        s.context_note = note
+
+    return _queued(req, apply, {"session": req.params.get("session")})
+
+
+def set_tools(req: Request) -> Deferred:
+    session = _session(req)
+    p = Params(req.params)
+    if not p.has("tools"):
+        raise InvalidParams("Missing required parameter 'tools'.")
+    tools, warnings = parse_tools(p.get("tools"))
+    warnings += tool_count_warning(len(tools))
+    if any(t.name == RESPOND_DIRECTLY for t in tools):
+        raise InvalidRequest(f"'{RESPOND_DIRECTLY}' is reserved for ToolChoice.explicit.")
+
+    def apply(s: Session) -> None:
+        s.tools = tools
+
+    return _queued(req, apply, {"session": session.id, "warnings": warnings})
+
+
+def compact(req: Request) -> Deferred:
+    session = _session(req)
+    p = Params(req.params)
+    keep = p.opt_int("keepRecentTurns", 2, minimum=0)
+    instructions = p.opt_string("summaryInstructions")
+
+    async def work(op: Operation) -> dict[str, Any]:
+        plan = compact_history(session.history, keep or 0, session.context_note, instructions)
+        if plan is None:
+            op.commit()
+            return {"session": session.id, "summary": None}
+        result = await run_turn(plan.spec(session.model), lambda event: None, _no_tools)
+        summary = result.text.strip()
+        op.commit()
+        session.context_note = summary
+        session.history = session.history[plan.cut :]
+        return {"session": session.id, "summary": summary}
+
+    return Deferred(session.queue.schedule(work))
+
+
+async def _no_tools(call: Any, tool: Any) -> Any:
+    raise InvalidSchema("compaction offers no tools")
+
+
+def register(registry: Registry) -> None:
+    registry.declare_notification("session/event")
+    registry.declare_notification("tool/cancel")
+    registry.declare_client_request("tool/call")
+    registry.register("session/create", create)
+    registry.register("session/respond", respond)
+    registry.register("session/cancel", cancel)
+    registry.register("session/delete", delete)
+    registry.register("session/list", list_sessions)
+    registry.register("session/transcript", transcript)
+    registry.register("session/reset", reset)
+    registry.register("session/setInstructions", set_instructions)
+    registry.register("session/setContextNote", set_context_note)
+    registry.register("session/setTools", set_tools)
+    registry.register("session/compact", compact)

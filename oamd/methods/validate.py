@@ -1,0 +1,62 @@
+"""``schema/validate`` and ``tools/validate``: the schema engine without running a model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from oamd.agent.params import Params
+from oamd.agent.schema import CompiledSchema, compile_schema
+from oamd.agent.tools import parse_tools
+from oamd.errors import InvalidParams
+from oamd.rpc import Registry, Request, Result
+
+__all__ = ["compile_param_schema", "register"]
+
+
+def compile_param_schema(raw: Any, key: str = "schema") -> CompiledSchema:
+    """A schema param: an object (or a JSON string of one) → -32602 otherwise; then the schema
+    engine, whose errors are -32007 with ``data.path``."""
+    if isinstance(raw, str):
+        try:
+            raw = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raw = None
+    if not isinstance(raw, dict):
+        raise InvalidParams(f"'{key}' must be a JSON Schema object.")
+    return compile_schema(raw, key)
+
+
+def schema_validate(req: Request) -> Result:
+    p = Params(req.params)
+    if not p.has("schema"):
+        raise InvalidParams("Missing required parameter 'schema'.")
+    p.opt_string("name")
+    compiled = compile_param_schema(p.get("schema"))
+    return Result({"warnings": compiled.warnings, "generationSchema": compiled.generation})
+
+
+def tools_validate(req: Request) -> Result:
+    p = Params(req.params)
+    if not p.present("tools"):
+        raise InvalidParams("Missing required parameter 'tools'.")
+    tools, warnings = parse_tools(p.get("tools"))
+    return Result(
+        {
+            "tools": [
+                {
+                    "name": t.name,
+                    "warnings": t.schema.warnings,
+                    "generationSchema": t.schema.generation,
+                }
+                for t in tools
+            ],
+            "warnings": warnings,
+        }
+    )
+
+
+def register(registry: Registry) -> None:
+    registry.register("schema/validate", schema_validate)
+    registry.register("tools/validate", tools_validate)
