@@ -570,6 +570,24 @@ def test_anything_but_an_object_or_its_json_text_is_not_a_schema(schema):
     assert error.data == {"path": "schema", "schemaPath": "#"}
 
 
+def test_a_schema_that_is_not_plain_json_is_not_a_schema():
+    error = invalid({"type": "object", "properties": {"a": {"enum": {1, 2}}}})
+    assert error.message == "schema: expected a schema object (at #)"
+
+
+def test_integers_past_64_bits_are_kept_exactly():
+    compiled = compile_schema({"type": "integer", "maximum": 10**30})
+    assert compiled.generation == {"type": "integer", "maximum": 10**30}
+    assert compiled.validate(10**31) == [f"$: must be at most {10**30}; got {10**31}"]
+
+
+def test_warning_pointers_escape_slashes_and_tildes_in_property_names():
+    compiled = compile_schema(obj(**{"a/b~c": {"type": "array"}}))
+    assert compiled.warnings == [
+        "#/properties/a~1b~0c: array without 'items' is generated as an array of strings"
+    ]
+
+
 def nested(levels: int) -> dict:
     schema: dict = {"type": "string"}
     for _ in range(levels - 1):

@@ -76,33 +76,31 @@ def compile_schema(schema: Any, path: str = "schema") -> CompiledSchema:
     Raises:
         InvalidSchema: the schema cannot be used; ``data.path`` and ``data.schemaPath`` locate it.
     """
-    if isinstance(schema, str):
-        try:
-            schema = orjson.loads(schema)
-        except orjson.JSONDecodeError:
-            schema = None
-    if not isinstance(schema, dict):
-        raise InvalidSchema(f"{path}: expected a schema object (at #)", path=path, schemaPath="#")
     try:
-        key = _canonical(schema)
-    except (TypeError, ValueError, RecursionError):
-        raise InvalidSchema(
-            f"{path}: expected a schema object (at #)", path=path, schemaPath="#"
-        ) from None
-    try:
-        return _compile_text(key)
+        return _compile_text(_canonical(schema))
     except _SchemaError as exc:
         raise InvalidSchema(
             f"{path}: {exc.reason} (at {exc.pointer})", path=path, schemaPath=exc.pointer
         ) from None
 
 
-def _canonical(schema: dict) -> bytes | str:
-    """The schema's JSON text, in document order: property order is part of its meaning."""
-    try:
-        return orjson.dumps(schema)
-    except TypeError:  # integers past 64 bits, deep nesting, non-string keys
-        return json.dumps(schema, ensure_ascii=False, allow_nan=False)
+def _canonical(schema: Any) -> bytes | str:
+    """The JSON text of a schema object, in document order: property order is part of its meaning."""
+    if isinstance(schema, str):
+        try:
+            schema = orjson.loads(schema)
+        except orjson.JSONDecodeError:
+            schema = None
+    if isinstance(schema, dict):
+        try:
+            return orjson.dumps(schema)
+        except TypeError:  # integers past 64 bits, deep nesting, non-string keys
+            pass
+        try:
+            return json.dumps(schema, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            pass
+    raise _SchemaError("#", "expected a schema object")
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
@@ -132,20 +130,12 @@ class _Built:
 
 
 def _text(value: Any) -> str:
-    """Strings as they are, anything else as compact JSON with whole numbers written as integers."""
+    """Strings as they are, anything else as compact JSON (a whole float is written as an integer)."""
     if isinstance(value, str):
         return value
-    return json.dumps(_plain(value), ensure_ascii=False, separators=(",", ":"))
-
-
-def _plain(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer() and abs(value) < _MAX_EXACT_INT:
-        return int(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+        value = int(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _number(value: Any) -> int | float | None:
@@ -161,17 +151,8 @@ def _exact_int(value: Any) -> int | None:
     return int(number)
 
 
-def _count(value: Any) -> int | None:
-    number = _exact_int(value)
-    return number if number is not None and number >= 0 else None
-
-
 def _join(first: str | None, second: str) -> str:
     return f"{first} {second}" if first else second
-
-
-def _escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
 
 
 def _with_description(schema: dict, description: str | None) -> dict:
@@ -204,6 +185,16 @@ def _is_named(target: Any) -> bool:
         or "anyOf" in target
         or "oneOf" in target
     )
+
+
+def _string_literals(choice: Any) -> list[str] | None:
+    """The strings a union branch allows when it is a string ``const`` or ``enum``, else None."""
+    if not isinstance(choice, dict):
+        return None
+    if isinstance(choice.get("const"), str):
+        return [choice["const"]]
+    values = choice.get("enum")
+    return values if isinstance(values, list) and all(isinstance(v, str) for v in values) else None
 
 
 def _is_null_choice(choice: Any) -> bool:
@@ -260,22 +251,13 @@ class _Converter:
         if "const" in node:
             return self._const(node, description, path)
         kind, nullable = self._resolve_type(node, path)
-        if kind == "object":
-            schema = self._object(node, path)
-        elif kind == "array":
-            schema = self._array(node, path)
-        elif kind == "string":
-            schema = self._string(node, path)
-        elif kind == "integer":
-            schema = self._integer(node, path)
-        elif kind == "number":
-            schema = self._number(node, path)
-        elif kind in ("boolean", "null"):
-            schema = _with_description({"type": kind}, description)
-            nullable = nullable or kind == "null"
-        else:
+        if kind in ("boolean", "null"):
+            return _Built(
+                _with_description({"type": kind}, description), nullable or kind == "null"
+            )
+        if kind not in ("object", "array", "string", "integer", "number"):
             raise _SchemaError(path, f"unsupported type '{kind}'")
-        return _Built(schema, nullable)
+        return _Built(getattr(self, "_" + kind)(node, path), nullable)
 
     def _resolve_type(self, node: dict, path: str) -> tuple[str, bool]:
         declared = node.get("type", ...)
@@ -334,7 +316,9 @@ class _Converter:
         converted: dict[str, dict] = {}
         needed = []
         for key in order:
-            child = self.build(properties[key], f"{path}/properties/{_escape(key)}")
+            child = self.build(
+                properties[key], path + "/properties/" + key.replace("~", "~0").replace("/", "~1")
+            )
             converted[key] = child.schema
             if key in required and not child.nullable:
                 needed.append(key)
@@ -363,8 +347,8 @@ class _Converter:
         schema = _with_description({"type": "array"}, self._describe(node, path, _ARRAY_NOTES))
         schema["items"] = item_schema
         for key in ("minItems", "maxItems"):
-            if _count(node.get(key)) is not None:
-                schema[key] = _count(node[key])
+            if (count := _exact_int(node.get(key))) is not None and count >= 0:
+                schema[key] = count
         return schema
 
     def _string(self, node: dict, path: str) -> dict:
@@ -380,16 +364,10 @@ class _Converter:
         low, high = _number(node.get("minimum")), _number(node.get("maximum"))
         low = None if low is None else math.ceil(low)
         high = None if high is None else math.floor(high)
-        exclusive_low, exclusive_high = (
-            _number(node.get("exclusiveMinimum")),
-            _number(node.get("exclusiveMaximum")),
-        )
-        if exclusive_low is not None:
-            bound = math.floor(exclusive_low) + 1
-            low = bound if low is None else max(low, bound)
-        if exclusive_high is not None:
-            bound = math.ceil(exclusive_high) - 1
-            high = bound if high is None else min(high, bound)
+        if (bound := _number(node.get("exclusiveMinimum"))) is not None:
+            low = math.floor(bound) + 1 if low is None else max(low, math.floor(bound) + 1)
+        if (bound := _number(node.get("exclusiveMaximum"))) is not None:
+            high = math.ceil(bound) - 1 if high is None else min(high, math.ceil(bound) - 1)
         return self._ranged("integer", low, high, node, path)
 
     def _number(self, node: dict, path: str) -> dict:
@@ -460,21 +438,10 @@ class _Converter:
             if nullable and not built.nullable:
                 built = _Built(_with_null(built.schema), True)
             return built
-        literals: list[str] = []
-        for _, choice in concrete:
-            if isinstance(choice, dict) and isinstance(choice.get("const"), str):
-                literals.append(choice["const"])
-            elif (
-                isinstance(choice, dict)
-                and isinstance(choice.get("enum"), list)
-                and all(isinstance(v, str) for v in choice["enum"])
-            ):
-                literals.extend(choice["enum"])
-            else:
-                break
-        else:  # a union of string literals is one string enum
+        literals = [_string_literals(choice) for _, choice in concrete]
+        if all(values is not None for values in literals):  # one string enum
             schema = _with_description({"type": "string"}, description)
-            schema["enum"] = list(dict.fromkeys(literals))
+            schema["enum"] = list(dict.fromkeys(v for values in literals for v in values))
             return _Built(schema, nullable)
         branches = [self.build(c, f"{path}/{keyword}/{i}").schema for i, c in concrete]
         return _Built(_with_description({"anyOf": branches}, description), nullable)
@@ -541,12 +508,7 @@ class _Converter:
             token = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(node, dict) and token in node:
                 node = node[token]
-            elif (
-                isinstance(node, list)
-                and token.isascii()
-                and token.isdigit()
-                and int(token) < len(node)
-            ):
+            elif isinstance(node, list) and token.isdecimal() and int(token) < len(node):
                 node = node[int(token)]
             else:
                 raise _SchemaError(path, f"unresolvable $ref '{ref}'")

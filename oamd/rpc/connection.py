@@ -63,7 +63,7 @@ EOF_DRAIN_SECONDS = 600.0
 """After end of input, how long received requests may take to finish before they are cancelled."""
 
 _CLIENT_GONE_REPLY = Message(
-    None, None, {}, None, {"code": -32000, "message": "The client closed its input."}
+    None, None, {}, None, {"message": "The client closed its input."}
 )
 
 _current_work: contextvars.ContextVar[int | None] = contextvars.ContextVar(

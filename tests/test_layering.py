@@ -1,0 +1,77 @@
+"""House rules that a glance could miss: imports point down the layers, error numbers live in one
+table, and that table matches ``protocol/errors.json`` row by row."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from contract import ERRORS
+
+from oamd.rpc.errors import CODES
+
+ROOT = Path(__file__).resolve().parent.parent / "oamd"
+
+ALLOWED = {
+    "transport": {"transport", "limits", "errors"},
+    "rpc": {"rpc", "transport", "limits", "errors"},
+    "backends": {"backends", "limits", "errors"},
+    "agent": {"agent", "backends.base", "limits", "errors"},
+    "game": {"game", "agent", "backends.base", "limits", "errors"},
+    "methods": {"methods", "rpc", "agent", "game", "limits", "errors"},
+    "client": {"client", "transport", "rpc.errors"},
+}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("oamd."):
+            found.add(node.module[len("oamd.") :])
+        elif isinstance(node, ast.Import):
+            found.update(a.name[len("oamd.") :] for a in node.names if a.name.startswith("oamd."))
+    return found
+
+
+def _allowed(target: str, allowed: set[str]) -> bool:
+    return any(target == a or target.startswith(a + ".") for a in allowed) or target in {
+        "",
+        "__init__",
+    }
+
+
+def test_no_import_points_up_the_layers():
+    violations = []
+    for package, allowed in ALLOWED.items():
+        for path in (ROOT / package).rglob("*.py"):
+            for target in _imports(path):
+                if not _allowed(target, allowed):
+                    violations.append(f"{path.relative_to(ROOT.parent)} imports oamd.{target}")
+    assert violations == []
+
+
+def _error_numbers(path: Path) -> list[int]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        -node.operand.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and isinstance(node.operand.value, int)
+        and 32000 <= node.operand.value <= 32768
+    ]
+
+
+def test_error_numbers_appear_in_code_only_in_the_error_table():
+    offenders = [
+        str(path.relative_to(ROOT.parent))
+        for path in ROOT.rglob("*.py")
+        if path != ROOT / "rpc" / "errors.py" and _error_numbers(path)
+    ]
+    assert offenders == []
+
+
+def test_the_error_table_matches_protocol_errors_json_row_by_row():
+    assert [(row["name"], row["code"]) for row in ERRORS] == list(CODES.items())
