@@ -10,7 +10,7 @@ from oamd.agent.models import ModelFactory
 from oamd.backends.base import LanguageModel, UnconfiguredModel
 from oamd.backends.scripted import ScriptedModel, parse_script
 from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS, MAX_LINE_BYTES, MAX_SESSIONS
-from oamd.methods import core, session, validate
+from oamd.methods import core, session, testing, validate
 from oamd.methods.state import BridgeState, DaemonConfig
 from oamd.rpc import Connection, Registry
 from oamd.transport import stdio_stream
@@ -24,7 +24,7 @@ def build_registry(config: DaemonConfig) -> Registry:
     validate.register(registry)
     session.register(registry)
     if config.test_methods:
-        core.register_test_methods(registry)
+        testing.register(registry)
     return registry
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from oamd import __version__
@@ -103,20 +102,3 @@ def register(registry: Registry) -> None:
     registry.register("ping", ping)
     registry.register("model/availability", model_availability)
     registry.register("shutdown", shutdown)
-
-
-def register_test_methods(registry: Registry) -> None:
-    """``test/sleep {ms}`` → ``{"slept": ms}`` after sleeping: deferred work for ordering tests."""
-
-    def sleep(req: Request) -> Deferred:
-        ms = req.params.get("ms", 0)
-        if isinstance(ms, bool) or not isinstance(ms, int | float) or not 0 <= ms <= 60_000:
-            raise InvalidParams("'ms' must be a number from 0 to 60000.")
-
-        async def work() -> dict[str, Any]:
-            await anyio.sleep(ms / 1000)
-            return {"slept": ms}
-
-        return Deferred(work)
-
-    registry.register("test/sleep", sleep)

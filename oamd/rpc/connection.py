@@ -62,9 +62,7 @@ _NOT_DECODED = object()
 EOF_DRAIN_SECONDS = 600.0
 """After end of input, how long received requests may take to finish before they are cancelled."""
 
-_CLIENT_GONE_REPLY = Message(
-    None, None, {}, None, {"message": "The client closed its input."}
-)
+_CLIENT_GONE_REPLY = Message(None, None, {}, None, {"message": "The client closed its input."})
 
 _current_work: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "oamd_current_work", default=None
