@@ -138,6 +138,9 @@ class ModelError(OamdError):
             data["retryAfter"] = _iso_duration(retry_after)
         super().__init__(message or _DEFAULT_MODEL_MESSAGES[name], **data)
         self.retry_after = retry_after
+        self.turn_entries: list[Any] = []
+        """Entries the failed turn had gathered (tool calls and outputs), for a caller's retry."""
+        self.turn_records: list[Any] = []
 
     @property
     def transient(self) -> bool:
@@ -212,28 +215,28 @@ class NpcNotFound(OamdError):
     name = "npc_not_found"
 
     def __init__(self, npc: str) -> None:
-        super().__init__(f"No NPC '{npc}'.", npc=npc)
+        super().__init__(f"No NPC with id '{npc}'.", npc=npc)
 
 
 class NpcExists(OamdError):
     name = "npc_exists"
 
     def __init__(self, npc: str) -> None:
-        super().__init__(f"NPC '{npc}' already exists.", npc=npc)
+        super().__init__(f"An NPC with id '{npc}' already exists.", npc=npc)
 
 
 class WorldNotFound(OamdError):
     name = "world_not_found"
 
     def __init__(self, world: str) -> None:
-        super().__init__(f"No world '{world}'.", world=world)
+        super().__init__(f"No world with id '{world}'.", world=world)
 
 
 class WorldExists(OamdError):
     name = "world_exists"
 
     def __init__(self, world: str) -> None:
-        super().__init__(f"World '{world}' already exists.", world=world)
+        super().__init__(f"A world with id '{world}' already exists.", world=world)
 
 
 class WorldError(OamdError):
@@ -248,12 +251,16 @@ class WorldError(OamdError):
 class LimitReached(OamdError):
     name = "limit_reached"
 
-    def __init__(self, what: str, limit: int) -> None:
-        super().__init__(f"Too many {what} (limit {limit}).", limit=limit)
+    def __init__(self, what: str, limit: int, message: str | None = None) -> None:
+        super().__init__(
+            message or f"The limit of {limit} {what} is reached; delete some first.", limit=limit
+        )
 
 
 class SubscriptionNotFound(OamdError):
     name = "subscription_not_found"
 
     def __init__(self, subscription: str) -> None:
-        super().__init__(f"No subscription '{subscription}'.", subscription=subscription)
+        super().__init__(
+            f"No world subscription with id '{subscription}'.", subscription=subscription
+        )

@@ -118,7 +118,7 @@ class ToolDefinition:
             "parameters": self.parameters,
         }
         if self.timeout is not None:
-            out["timeoutSeconds"] = self.timeout
+            out["timeoutSeconds"] = int(self.timeout) if self.timeout.is_integer() else self.timeout
         return out
 
 

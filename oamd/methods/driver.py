@@ -44,7 +44,10 @@ class TurnDriver:
         event_method: str = "session/event",
         default_timeout: float,
         event_encoder: Callable[[TurnEvent], dict[str, Any] | None] = encode_event,
+        cancel_reason: str | None = None,
     ) -> None:
+        self._cancel_reason = cancel_reason
+        """Fixed ``tool/cancel`` reason (decisions); by default the model's error text."""
         self._conn = conn
         self._context = context
         self._request_id = request_id
@@ -54,10 +57,14 @@ class TurnDriver:
         self._encode = event_encoder
 
     def emit(self, event: TurnEvent) -> None:
-        if not self._stream:
-            return
-        payload = self._encode(event)
-        if payload is not None:
+        if self._stream:
+            payload = self._encode(event)
+            if payload is not None:
+                self.send_event(payload)
+
+    def send_event(self, payload: dict[str, Any]) -> None:
+        """Sends one event notification (when the request streams)."""
+        if self._stream:
             self._conn.send_notification(
                 self._event_method,
                 {**self._context, "requestId": self._request_id, "event": payload},
@@ -87,7 +94,8 @@ class TurnDriver:
             if pending.reply is None:
                 pending.abandon()
                 self._conn.send_notification(
-                    "tool/cancel", self._cancel_params(pending.id, call, TURN_ENDED_REASON)
+                    "tool/cancel",
+                    self._cancel_params(pending.id, call, self._cancel_reason or TURN_ENDED_REASON),
                 )
             raise
         pending.abandon()
@@ -95,7 +103,8 @@ class TurnDriver:
 
         def send_cancel() -> None:
             self._conn.send_notification(
-                "tool/cancel", self._cancel_params(pending.id, call, output.model_text)
+                "tool/cancel",
+                self._cancel_params(pending.id, call, self._cancel_reason or output.model_text),
             )
 
         return output, send_cancel

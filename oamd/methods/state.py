@@ -37,3 +37,5 @@ class BridgeState:
     def cancel_all_work(self) -> None:
         """Cancels every queued and running operation and forgets every object (shutdown)."""
         self.sessions.clear()
+        for store in self.extras.values():
+            store.clear()

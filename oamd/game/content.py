@@ -1,0 +1,52 @@
+"""ContentGenerator: schema-shaped game content (items, quests, rumors, loot) in one turn."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from oamd.agent.loop import TurnSpec
+from oamd.agent.policy import ToolPolicy
+from oamd.agent.schema import CompiledSchema
+from oamd.agent.tools import ToolChoice, ToolDefinition
+from oamd.backends.base import LanguageModel, Sampling
+
+__all__ = ["ContentRequest"]
+
+DEFAULT_INSTRUCTIONS = (
+    "You write content for a video game. Follow the requested format exactly. Keep text short, "
+    "vivid and consistent with the request."
+)
+
+
+@dataclass
+class ContentRequest:
+    prompt: str
+    schema: CompiledSchema
+    instructions: str | None = None
+    context: Any = None
+    tools: list[ToolDefinition] = field(default_factory=list)
+    sampling: Sampling = field(default_factory=Sampling)
+
+    def spec(self, model: LanguageModel) -> TurnSpec:
+        prompt = self.prompt
+        if self.context is not None:
+            context = (
+                self.context
+                if isinstance(self.context, str)
+                else orjson.dumps(self.context).decode()
+            )
+            prompt = f"{prompt}\nFacts: {context}"
+        instructions = self.instructions.strip() if self.instructions else ""
+        return TurnSpec(
+            model=model,
+            instructions=instructions or DEFAULT_INSTRUCTIONS,
+            history=[],
+            tools=self.tools,
+            policy=ToolPolicy(choice=ToolChoice("auto" if self.tools else "none")),
+            prompt=prompt,
+            schema=self.schema,
+            sampling=self.sampling,
+        )

@@ -1,0 +1,197 @@
+"""DecisionEngine: pick one of a fixed set of options — a reason, then the id, then a confidence.
+
+The answer is generated under a schema whose ``choice`` is an enum of the option ids, so it is
+always one of them; a single option answers at once (confidence 100) without a model call; a
+guardrail block or refusal falls back to ``fallbackOptionID`` when one is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from oamd.agent.events import TurnResult
+from oamd.agent.loop import TurnSpec
+from oamd.agent.policy import ToolPolicy
+from oamd.agent.schema import CompiledSchema, compile_schema
+from oamd.agent.tools import ToolChoice, ToolDefinition
+from oamd.backends.base import LanguageModel, Sampling
+from oamd.errors import InvalidParams, ModelError
+from oamd.game.npc import render_value, sentence, text_list
+from oamd.game.persona import Persona
+
+__all__ = ["DecisionOption", "DecisionRequest", "decision_schema", "parse_options"]
+
+DEFAULT_INSTRUCTIONS = (
+    "You make decisions for characters in a video game. Pick the option that best fits the "
+    "character and the situation. Give one short reason, then the option id, then your "
+    "confidence from 0 to 100."
+)
+ONLY_OPTION_REASON = "It is the only option."
+DEFAULT_CONFIDENCE = 50
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionOption:
+    id: str
+    description: str = ""
+
+
+def parse_options(value: Any, path: str = "options") -> list[DecisionOption]:
+    """``[{"id", "description"?}]`` or plain id strings; ids trimmed, non-empty and unique.
+
+    Raises:
+        InvalidParams: with the reference's wording.
+    """
+    if value is None:
+        raise InvalidParams(f"Missing required parameter '{path}'.")
+    if not isinstance(value, list) or not value:
+        raise InvalidParams(
+            f'\'{path}\' must be a non-empty array of {{"id", "description"}} objects.'
+        )
+    options: list[DecisionOption] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(value):
+        if isinstance(raw, str):
+            option_id, description = raw, ""
+        elif isinstance(raw, dict):
+            if raw.get("id") is None:
+                raise InvalidParams(f"Missing required parameter '{path}[{i}].id'.")
+            option_id = raw["id"]
+            if not isinstance(option_id, str):
+                raise InvalidParams(
+                    f"Parameter '{path}[{i}].id' must be a string; got {render_value(option_id)}."
+                )
+            description = raw.get("description") if isinstance(raw.get("description"), str) else ""
+        else:
+            raise InvalidParams(
+                f'\'{path}[{i}]\' must be an object {{"id", "description"}} or an id string.'
+            )
+        option_id = option_id.strip()
+        if not option_id:
+            raise InvalidParams(f"'{path}[{i}].id' must not be empty.")
+        if option_id in seen:
+            raise InvalidParams(f"Duplicate option id '{option_id}' in '{path}'.")
+        seen.add(option_id)
+        options.append(DecisionOption(option_id, description or ""))
+    return options
+
+
+def decision_schema(options: list[DecisionOption]) -> CompiledSchema:
+    """``{"reasoning", "choice" (enum of ids), "confidence" (0…100)}`` in that order."""
+    return compile_schema(
+        {
+            "type": "object",
+            "properties": {
+                "reasoning": {
+                    "type": "string",
+                    "description": "One short sentence explaining the choice.",
+                },
+                "choice": {
+                    "type": "string",
+                    "description": "The id of the chosen option.",
+                    "enum": [o.id for o in options],
+                },
+                "confidence": {
+                    "type": "integer",
+                    "description": "How sure you are, from 0 to 100.",
+                    "minimum": 0,
+                    "maximum": 100,
+                },
+            },
+            "required": ["reasoning", "choice", "confidence"],
+            "additionalProperties": False,
+        },
+        "options",
+    )
+
+
+@dataclass
+class DecisionRequest:
+    situation: Any
+    options: list[DecisionOption]
+    actor: Persona | None = None
+    context: Any = None
+    tools: list[ToolDefinition] = field(default_factory=list)
+    choice: ToolChoice = ToolChoice()
+    fallback_option: str | None = None
+    instructions: str | None = None
+    sampling: Sampling = field(default_factory=Sampling)
+    max_tool_rounds: int = 2
+    tool_timeout: float = 120.0
+
+    def system_text(self) -> str:
+        lines = [
+            self.instructions.strip()
+            if self.instructions and self.instructions.strip()
+            else DEFAULT_INSTRUCTIONS
+        ]
+        if self.actor is not None:
+            a = self.actor
+            lines.append(
+                f"You decide for {a.name}, {a.role}."
+                if a.role.strip()
+                else f"You decide for {a.name}."
+            )
+            if a.personality.strip():
+                lines.append(f"Personality: {sentence(a.personality)}")
+            goals = text_list(a.goals)
+            if goals:
+                lines.append(f"Goals: {goals}")
+        return "\n".join(lines)
+
+    def prompt(self) -> str:
+        situation = render_value(self.situation).strip() if self.situation is not None else ""
+        lines = [f"Situation: {situation or '(none given)'}"]
+        if self.context is not None and self.context != {}:
+            lines.append(f"Facts: {render_value(self.context)}")
+        lines.append("Options:")
+        for option in self.options:
+            described = option.description.strip()
+            lines.append(f"- {option.id}: {described}" if described else f"- {option.id}")
+        return "\n".join(lines)
+
+    def spec(self, model: LanguageModel) -> TurnSpec:
+        choice = self.choice if self.tools else ToolChoice("none")
+        return TurnSpec(
+            model=model,
+            instructions=self.system_text(),
+            history=[],
+            tools=self.tools,
+            policy=ToolPolicy(choice=choice, max_rounds=self.max_tool_rounds),
+            prompt=self.prompt(),
+            schema=decision_schema(self.options),
+            sampling=self.sampling,
+        )
+
+    def only_option(self) -> dict[str, Any] | None:
+        if len(self.options) != 1:
+            return None
+        return {"optionID": self.options[0].id, "reasoning": ONLY_OPTION_REASON, "confidence": 100}
+
+    def result(self, turn: TurnResult) -> dict[str, Any]:
+        """``{"optionID", "reasoning", "confidence"}`` from the model's answer.
+
+        Raises:
+            ModelError: ``generation_failed`` when the choice is none of the ids.
+        """
+        value = turn.structured if isinstance(turn.structured, dict) else {}
+        raw = str(value.get("choice", "")).strip()
+        ids = [o.id for o in self.options]
+        chosen = raw if raw in ids else next((i for i in ids if i.lower() == raw.lower()), None)
+        if chosen is None:
+            raise ModelError(
+                "generation_failed",
+                f"The model chose '{raw}', which is not one of: {', '.join(ids)}.",
+            )
+        confidence = value.get("confidence")
+        if isinstance(confidence, int | float) and not isinstance(confidence, bool):
+            confidence = max(0, min(100, round(confidence)))
+        else:
+            confidence = DEFAULT_CONFIDENCE
+        reasoning = value.get("reasoning")
+        return {
+            "optionID": chosen,
+            "reasoning": reasoning.strip() if isinstance(reasoning, str) else "",
+            "confidence": confidence,
+        }

@@ -1,0 +1,500 @@
+"""World state (§6): JSON blackboards shared by the game and its NPCs, their store, and the NPC
+world tools.
+
+``WorldState`` owns one document and its ``version``; every operation is atomic (a failing one
+changes nothing and does not count) and returns the changed leaves. ``WorldStore`` owns one
+connection's worlds, ids (``w1``…, ``sub1``…), limits, NPC counts and subscriptions, and hands
+each committed change to its ``on_change`` sink, which the methods layer turns into
+``world/changed`` notifications. Changes reach the sink however they were made (a ``world/*``
+request or an NPC's ``update_world_state``), synchronously, so they precede the response of the
+request that caused them. Documents are never mutated in place, so ``snapshot()`` is cheap and
+stays valid; callers must not mutate what they get either.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from oamd.agent.session import check_object_id, utc_now
+from oamd.agent.tools import ToolOutput
+from oamd.errors import LimitReached, SubscriptionNotFound, WorldError, WorldExists, WorldNotFound
+from oamd.game import _world_tools as tools
+from oamd.game._paths import (
+    ABSENT,
+    MAX_DEPTH,
+    PathError,
+    Segments,
+    depth_of,
+    merging,
+    overlaps,
+    parse_path,
+    removing,
+    render,
+    same,
+    setting,
+    value_at,
+)
+from oamd.limits import MAX_SUBSCRIPTIONS, MAX_WORLDS
+
+__all__ = [
+    "READ_LIMIT_CHARS",
+    "Change",
+    "ChangeSink",
+    "Subscription",
+    "WorldState",
+    "WorldStore",
+    "read_tool_description",
+    "read_world_tool",
+    "write_tool_description",
+    "write_world_state",
+    "write_world_tool",
+]
+
+log = structlog.get_logger("oamd.game")
+
+READ_LIMIT_CHARS = 1500
+"""Longest JSON ``read_world_state`` returns before shortening the value (at least 100)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One changed leaf: its canonical path, the value before and after. ``created``: there was no
+    value before (``old`` is ``None``); ``removed``: there is none after (``new`` is ``None``)."""
+
+    path: str
+    old: Any
+    new: Any
+    created: bool = False
+    removed: bool = False
+    segments: Segments = field(default=(), compare=False, repr=False)
+    """``path`` as keys (a key may itself contain a dot when a merge patch wrote it)."""
+
+    def __post_init__(self) -> None:
+        if not self.segments and self.path:
+            object.__setattr__(self, "segments", tuple(self.path.split(".")))
+
+    @classmethod
+    def of(cls, path: Segments, old: Any, new: Any) -> Change:
+        return cls(
+            render(path),
+            None if old is ABSENT else old,
+            None if new is ABSENT else new,
+            created=old is ABSENT,
+            removed=new is ABSENT,
+            segments=path,
+        )
+
+
+class WorldState:
+    """A JSON object addressed by dot paths (``"player.gold"``, ``"party.0.name"``, ``""``).
+
+    ``id`` names the world in errors. ``observer`` (set by the store) receives each committed
+    operation's changes; an observer that raises is logged, never the caller's problem.
+    """
+
+    def __init__(self, root: dict[str, Any] | None = None, *, id: str = "") -> None:
+        """Takes ``root`` over (it is not copied).
+
+        Raises:
+            WorldError: ``root`` is not an object, or is nested deeper than a world allows.
+        """
+        self.id = id
+        if root is None:
+            root = {}
+        if not isinstance(root, dict):
+            raise self._error("The world state root must be a JSON object.", "")
+        self._check_depth((), root)
+        self._root: dict[str, Any] = root
+        self._version = 0
+        self.created_at = utc_now()
+        self.observer: Callable[[list[Change]], None] | None = None
+
+    @property
+    def version(self) -> int:
+        """Counts committed changes; an operation that changes nothing does not count."""
+        return self._version
+
+    def _error(self, message: str, path: str) -> WorldError:
+        return WorldError(message, world=self.id, path=path)
+
+    def _parse(self, path: str) -> Segments:
+        try:
+            return parse_path(path)
+        except PathError as exc:
+            raise self._error(exc.message, exc.path) from None
+
+    def check_path(self, path: str) -> str:
+        """The canonical form of ``path``.
+
+        Raises:
+            WorldError: a malformed path (``player..gold``).
+        """
+        return render(self._parse(path))
+
+    # ---- reading ---------------------------------------------------------------------------
+
+    def lookup(self, path: str = "") -> tuple[bool, Any]:
+        """``(exists, value)`` at ``path`` (exact keys); ``value`` is ``None`` when absent.
+
+        Raises:
+            WorldError: a malformed path.
+        """
+        value = value_at(self._root, self._parse(path))
+        return (False, None) if value is ABSENT else (True, value)
+
+    def get(self, path: str = "", default: Any = None) -> Any:
+        """The value at ``path``, or ``default`` when there is none (or the path is malformed)."""
+        try:
+            exists, value = self.lookup(path)
+        except WorldError:
+            return default
+        return value if exists else default
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole document, keys in insertion order. Shared and never mutated: do not mutate."""
+        return self._root
+
+    def summary(self, paths: list[str], max_lines: int = 30) -> str:
+        """``path: value`` lines for the values at ``paths`` (objects flattened to leaves, strings
+        unquoted, values clipped at 200 characters; missing paths skipped)."""
+        lines: list[str] = []
+        for raw in paths:
+            try:
+                segments = parse_path(raw)
+            except PathError:
+                continue
+            value = value_at(self._root, segments)
+            if value is not ABSENT:
+                _flatten(value, render(segments), lines, 0)
+        if len(lines) > max_lines:
+            lines = [*lines[:max_lines], f"({len(lines) - max_lines} more not shown)"]
+        return "\n".join(lines)
+
+    # ---- writing ---------------------------------------------------------------------------
+
+    def set(self, path: str, value: Any) -> list[Change]:
+        """Writes ``value`` (``None`` is JSON ``null``, a value) at ``path``, creating missing
+        objects on the way; index ``n`` of an ``n``-element list appends.
+
+        Raises:
+            WorldError: malformed path, a bad list index, a scalar in the way, a non-object root,
+                or nesting deeper than the world allows.
+        """
+        return self._set(self._parse(path), value)
+
+    def _set(self, segments: Segments, value: Any) -> list[Change]:
+        old = value_at(self._root, segments)
+        if old is not ABSENT and same(old, value):
+            return []
+        self._check_depth(segments, value)
+        root = self._replaced(segments, value)
+        return self._commit(root, [Change.of(segments, old, value)])
+
+    def merge(self, patch: Any, path: str = "") -> list[Change]:
+        """Applies an RFC 7386 merge patch at ``path`` (objects merge, ``null`` deletes); returns
+        one change per changed leaf, in patch order.
+
+        Raises:
+            WorldError: as for ``set``.
+        """
+        segments = self._parse(path)
+        self._check_depth(segments, patch)
+        leaves: list[tuple[Segments, Any, Any]] = []
+        merged = merging(patch, value_at(self._root, segments), segments, leaves)
+        if not leaves:
+            return []
+        root = self._replaced(segments, merged, shown=path)
+        return self._commit(root, [Change.of(*leaf) for leaf in leaves])
+
+    def remove(self, path: str) -> list[Change]:
+        """Removes the value at ``path`` (list elements after it shift); removing ``""`` empties the
+        world. A missing value is no error: nothing changes.
+
+        Raises:
+            WorldError: a malformed path.
+        """
+        segments = self._parse(path)
+        if not segments:
+            if not self._root:
+                return []
+            return self._commit({}, [Change.of((), self._root, {})])
+        root, removed = removing(segments, self._root)
+        if removed is ABSENT:
+            return []
+        return self._commit(root, [Change.of(segments, removed, ABSENT)])
+
+    def _check_depth(self, segments: Segments, value: Any) -> None:
+        if len(segments) + depth_of(value, MAX_DEPTH) > MAX_DEPTH:
+            raise self._error(
+                f"The value at '{render(segments)}' is nested too deeply "
+                f"(a world allows {MAX_DEPTH} levels).",
+                render(segments),
+            )
+
+    def _replaced(self, segments: Segments, value: Any, shown: str = "") -> dict[str, Any]:
+        try:
+            root = setting(value, segments, self._root, segments)
+        except PathError as exc:
+            raise self._error(exc.message, exc.path) from None
+        if not isinstance(root, dict):
+            raise self._error("The world state root must be a JSON object.", shown)
+        return root
+
+    def _commit(self, root: dict[str, Any], changes: list[Change]) -> list[Change]:
+        self._root = root
+        self._version += 1
+        if self.observer is not None:
+            try:
+                self.observer(changes)
+            except Exception:
+                log.exception("world_observer_failed", world=self.id)
+        return changes
+
+
+def _flatten(value: Any, path: str, lines: list[str], depth: int) -> None:
+    if isinstance(value, dict) and value and depth < 4:
+        for key, child in value.items():
+            _flatten(child, f"{path}.{key}" if path else key, lines, depth + 1)
+        return
+    text = value if isinstance(value, str) else tools.compact(value)
+    if len(text) > 200:
+        text = text[:197] + "..."
+    lines.append(f"{path or 'state'}: {text}")
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """A ``world/subscribe`` registration: changes at, inside or above ``path`` reach it."""
+
+    id: str
+    world: str
+    path: str
+    """As the client gave it."""
+    segments: Segments
+
+    def concerns(self, change: Change) -> bool:
+        """Whether ``change`` is at, inside or above this subscription's path."""
+        return overlaps(change.segments, self.segments)
+
+
+ChangeSink = Callable[[str, list[Change]], None]
+"""``on_change(world_id, changes)``: called after each committed operation on a world that has
+subscriptions."""
+
+
+class WorldStore:
+    """One connection's worlds and subscriptions, in creation order.
+
+    Limits: ``max_worlds`` (``world/create`` past it fails ``limit_reached``) and
+    ``max_subscriptions``.
+    """
+
+    def __init__(
+        self,
+        on_change: ChangeSink | None = None,
+        *,
+        max_worlds: int = MAX_WORLDS,
+        max_subscriptions: int = MAX_SUBSCRIPTIONS,
+    ) -> None:
+        self.on_change = on_change
+        self.max_worlds = max_worlds
+        self.max_subscriptions = max_subscriptions
+        self._worlds: dict[str, WorldState] = {}
+        self._subscriptions: dict[str, Subscription] = {}
+        self._npcs: dict[str, int] = {}
+        self._world_ids = itertools.count(1)
+        self._subscription_ids = itertools.count(1)
+
+    # ---- worlds ----------------------------------------------------------------------------
+
+    def check_new(self, world_id: str | None) -> str:
+        """A free id: ``world_id`` checked, or the next unused ``w<n>``.
+
+        Raises:
+            InvalidParams: not 1-128 printable characters.
+            WorldExists: the id is taken.
+        """
+        if world_id is None:
+            return next(i for i in (f"w{n}" for n in self._world_ids) if i not in self._worlds)
+        check_object_id(world_id, "world")
+        if world_id in self._worlds:
+            raise WorldExists(world_id)
+        return world_id
+
+    def create(
+        self, world_id: str | None = None, state: dict[str, Any] | None = None
+    ) -> WorldState:
+        """A new world holding ``state`` (taken over, not copied), at version 0.
+
+        Raises:
+            InvalidParams: a malformed id. WorldExists: the id is taken.
+            LimitReached: ``max_worlds`` worlds are alive.
+        """
+        if world_id is not None:
+            self.check_new(world_id)
+        self._check_room()
+        return self.add(WorldState(state, id=world_id or self.check_new(None)))
+
+    def add(self, world: WorldState) -> WorldState:
+        """Makes an existing world reachable under ``world.id`` (a host-shared world).
+
+        Raises:
+            InvalidParams: a malformed id. WorldExists: the id is taken.
+            LimitReached: ``max_worlds`` worlds are alive.
+        """
+        self.check_new(world.id)
+        self._check_room()
+        world.observer = lambda changes, world_id=world.id: self._changed(world_id, changes)
+        self._worlds[world.id] = world
+        return world
+
+    def _check_room(self) -> None:
+        if len(self._worlds) >= self.max_worlds:
+            raise LimitReached("worlds", self.max_worlds)
+
+    def get(self, world_id: str) -> WorldState:
+        """Raises: WorldNotFound."""
+        world = self._worlds.get(world_id)
+        if world is None:
+            raise WorldNotFound(world_id)
+        return world
+
+    def delete(self, world_id: str) -> int:
+        """Forgets the world and ends its subscriptions; returns how many ended. Holders of the
+        ``WorldState`` (NPCs) keep using it; its changes reach no subscriber any more.
+
+        Raises:
+            WorldNotFound.
+        """
+        world = self.get(world_id)
+        del self._worlds[world_id]
+        world.observer = None
+        ended = [s.id for s in self._subscriptions.values() if s.world == world_id]
+        for sub_id in ended:
+            del self._subscriptions[sub_id]
+        return len(ended)
+
+    def __iter__(self) -> Iterator[WorldState]:
+        """Live worlds in creation order."""
+        return iter(list(self._worlds.values()))
+
+    def __len__(self) -> int:
+        return len(self._worlds)
+
+    def clear(self) -> None:
+        """Forgets every world and subscription (the connection closed)."""
+        for world in self._worlds.values():
+            world.observer = None
+        self._worlds.clear()
+        self._subscriptions.clear()
+
+    # ---- NPCs ------------------------------------------------------------------------------
+
+    def attach_npc(self, world_id: str) -> WorldState:
+        """Counts an NPC created with the world (``world/list``'s ``npcs``) and returns the world.
+
+        Raises:
+            WorldNotFound.
+        """
+        world = self.get(world_id)
+        self._npcs[world_id] = self._npcs.get(world_id, 0) + 1
+        return world
+
+    def detach_npc(self, world_id: str) -> None:
+        """Uncounts an NPC (deleted); never fails."""
+        count = self._npcs.get(world_id, 0) - 1
+        if count > 0:
+            self._npcs[world_id] = count
+        else:
+            self._npcs.pop(world_id, None)
+
+    def npc_count(self, world_id: str) -> int:
+        """NPCs created with ``world_id`` and alive (counted by id, like the reference)."""
+        return self._npcs.get(world_id, 0)
+
+    # ---- subscriptions ---------------------------------------------------------------------
+
+    def subscribe(self, world_id: str, path: str = "") -> Subscription:
+        """Raises: WorldNotFound; WorldError (malformed path); LimitReached."""
+        world = self.get(world_id)
+        segments = parse_path(world.check_path(path))
+        if len(self._subscriptions) >= self.max_subscriptions:
+            raise LimitReached("world subscriptions", self.max_subscriptions)
+        sub = Subscription(f"sub{next(self._subscription_ids)}", world_id, path, segments)
+        self._subscriptions[sub.id] = sub
+        return sub
+
+    def unsubscribe(self, sub_id: str) -> Subscription:
+        """Raises: SubscriptionNotFound."""
+        sub = self._subscriptions.pop(sub_id, None)
+        if sub is None:
+            raise SubscriptionNotFound(sub_id)
+        return sub
+
+    def subscriptions(self, world_id: str | None = None) -> list[Subscription]:
+        """Live subscriptions (of one world, or all) in subscription order."""
+        return [s for s in self._subscriptions.values() if world_id in (None, s.world)]
+
+    def deliveries(self, world_id: str, changes: list[Change]) -> list[tuple[Subscription, Change]]:
+        """Who hears what: for each change in order, each concerned subscription in order."""
+        subs = self.subscriptions(world_id)
+        return [(s, c) for c in changes for s in subs if s.concerns(c)]
+
+    def _changed(self, world_id: str, changes: list[Change]) -> None:
+        if self.on_change is not None and any(
+            s.world == world_id for s in self._subscriptions.values()
+        ):
+            self.on_change(world_id, changes)
+
+
+# ---- NPC world tools -------------------------------------------------------------------------
+
+
+def read_world_tool(
+    state: WorldState, path: Any, readable: list[str], *, limit: int = READ_LIMIT_CHARS
+) -> ToolOutput:
+    """``read_world_state(path)``: the JSON at ``path`` if it lies within a ``readable`` prefix
+    (``""`` = everything); reading above readable prefixes shows only the readable parts. Keys
+    match case-insensitively; values longer than ``limit`` are shortened. Mistakes are error
+    outputs naming valid keys or paths."""
+    return tools.read_for_model(state.snapshot(), path, tools.parse_prefixes(readable), limit)
+
+
+def write_world_state(state: WorldState, path: Any, value: Any, writable: list[str]) -> ToolOutput:
+    """``update_world_state(path, value)`` on a world held directly (it may have been deleted
+    from its store): writes within a ``writable`` prefix, fitting ``value`` to the type already
+    stored. Returns ``Set player.gold to 45 (was 60).`` or an error output."""
+    planned = tools.plan_write(state.snapshot(), path, value, tools.parse_prefixes(writable))
+    if isinstance(planned, ToolOutput):
+        return planned
+    try:
+        state._set(planned.path, planned.value)
+    except WorldError as exc:
+        return ToolOutput.error(exc.message)
+    return tools.write_done(planned)
+
+
+def write_world_tool(
+    store: WorldStore, world_id: str, path: Any, value: Any, writable: list[str]
+) -> ToolOutput:
+    """``write_world_state`` on the world ``world_id`` of ``store``; an error output if it is gone."""
+    try:
+        state = store.get(world_id)
+    except WorldNotFound:
+        return ToolOutput.error(f"The world '{world_id}' no longer exists.")
+    return write_world_state(state, path, value, writable)
+
+
+def read_tool_description(state: WorldState, readable: list[str]) -> str:
+    """The read tool's description: top-level keys (when everything is readable) or the paths."""
+    return tools.read_tool_description(state.snapshot(), tools.parse_prefixes(readable))
+
+
+def write_tool_description(writable: list[str]) -> str:
+    """The write tool's description, listing what may change."""
+    return tools.write_tool_description(tools.parse_prefixes(writable))

@@ -1,0 +1,74 @@
+"""``content/generate`` (§6): schema-shaped content, concurrent (a one-off turn)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oamd.agent.loop import run_turn
+from oamd.agent.params import Params
+from oamd.agent.session import parse_sampling
+from oamd.agent.tools import parse_tools
+from oamd.errors import InvalidParams, ModelError
+from oamd.game.content import ContentRequest
+from oamd.methods.driver import TurnDriver
+from oamd.methods.state import BridgeState
+from oamd.methods.validate import compile_param_schema
+from oamd.rpc import Deferred, Registry, Request
+
+__all__ = ["register"]
+
+KEYS = (
+    "prompt",
+    "schema",
+    "instructions",
+    "context",
+    "tools",
+    "toolTimeoutSeconds",
+    "temperature",
+    "model",
+)
+
+
+def generate(req: Request) -> Deferred:
+    state: BridgeState = req.state
+    p = Params(req.params)
+    warnings = p.unknown(KEYS)
+    prompt = p.string("prompt")
+    if not p.has("schema"):
+        raise InvalidParams("Missing required parameter 'schema'.")
+    schema = compile_param_schema(p.get("schema"))
+    warnings += schema.warnings
+    tools, tool_warnings = parse_tools(p.get("tools"))
+    warnings += tool_warnings
+    timeout = p.opt_seconds("toolTimeoutSeconds")
+    request = ContentRequest(
+        prompt=prompt,
+        schema=schema,
+        instructions=p.opt_string("instructions"),
+        context=p.get("context"),
+        tools=tools,
+        sampling=parse_sampling(p),
+    )
+    model, _ = state.config.models.resolve(p.get("model"))
+    driver = TurnDriver(
+        req.conn,
+        {},
+        req.id,
+        stream=False,
+        default_timeout=state.config.tool_timeout if timeout is None else timeout,
+    )
+
+    async def work() -> dict[str, Any]:
+        result = await run_turn(request.spec(model), driver.emit, driver.execute)
+        if not result.has_structured:
+            raise ModelError("generation_failed", "The model produced no structured content.")
+        out: dict[str, Any] = {"content": result.structured}
+        if warnings:
+            out["warnings"] = warnings
+        return out
+
+    return Deferred(work)
+
+
+def register(registry: Registry) -> None:
+    registry.register("content/generate", generate)

@@ -1,0 +1,488 @@
+"""``npc/*`` (§6): NPC dialogue turns queued per NPC, barks, saves, restores and updates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oamd.agent.compaction import CompactionPlan, render_lines
+from oamd.agent.loop import run_turn
+from oamd.agent.params import Params
+from oamd.agent.prompt import turn_starts
+from oamd.agent.queue import Operation
+from oamd.agent.session import check_object_id
+from oamd.agent.tools import parse_tool_choice, parse_tools, tool_count_warning
+from oamd.agent.transcript import export_transcript, import_transcript
+from oamd.errors import InvalidParams, InvalidRequest, ModelError, OamdError
+from oamd.game.npc import (
+    Npc,
+    NpcStore,
+    bark_spec,
+    check_tool_names,
+    npc_instructions,
+    npc_tools,
+    persona_lines,
+    tool_names,
+)
+from oamd.game.persona import (
+    NpcOptions,
+    Persona,
+    merge_patch,
+    parse_memory,
+    parse_npc_options,
+    parse_persona,
+)
+from oamd.game.talk import LineTracker, TalkOutcome, new_draft, run_talk, spoken_line, talk_prompt
+from oamd.methods.driver import TurnDriver
+from oamd.methods.encode import encode_call, encode_record, encode_usage
+from oamd.methods.npc_world import game_state, npc_world_tools, world_store
+from oamd.methods.state import BridgeState
+from oamd.rpc import Deferred, Registry, Request, Result
+
+__all__ = ["actor_text", "npcs_of", "register"]
+
+CREATE_KEYS = ("npc", "persona", "tools", "world", "memory", "options", "model")
+RESTORE_KEYS = ("npc", "state", "tools", "world", "options", "model")
+TALK_KEYS = ("npc", "line", "context", "stream", "toolChoice")
+UPDATE_KEYS = ("npc", "persona", "options", "memory", "tools")
+STATE_VERSION = 1
+
+
+def npcs_of(state: BridgeState) -> NpcStore:
+    store = state.extras.get("npcs")
+    if store is None:
+        store = state.extras["npcs"] = NpcStore()
+    return store
+
+
+def _model_warning(state: BridgeState, model: Any, model_name: str) -> list[str]:
+    if model_name != "system":
+        return []
+    availability = model.cached_availability()
+    if availability is None or availability.available:
+        return []
+    return [
+        f"The system model is unavailable ({availability.reason or 'unknown'}); turns will fail "
+        "with model_unavailable until it is ready."
+    ]
+
+
+def _build(
+    req: Request,
+    *,
+    npc_id: Any,
+    persona_raw: Any,
+    options_raw: Any,
+    tools_raw: Any,
+    world: Any,
+    memory_raw: Any,
+    model_raw: Any,
+    warnings: list[str],
+    prefix: str = "",
+    options_path: str = "options",
+    tools_path: str = "tools",
+) -> Npc:
+    """Validates everything, in the reference's order, before anything is created."""
+    state: BridgeState = req.state
+    store = npcs_of(state)
+    if npc_id is not None:
+        npc_id = check_object_id(npc_id, "npc")
+        store.check_new(npc_id)
+    persona, persona_warnings = parse_persona(persona_raw, f"{prefix}persona")
+    memory = parse_memory(memory_raw, f"{prefix}memory")
+    if tools_raw is not None and not isinstance(tools_raw, list):
+        raise InvalidParams(f"'{tools_path}' must be an array of tool definitions.")
+    base = NpcOptions(toolTimeoutSeconds=state.config.tool_timeout)
+    options, option_warnings = parse_npc_options(options_raw, base, options_path)
+    if world is not None and not isinstance(world, str):
+        raise InvalidParams(f"Parameter 'world' must be a string; got {world!r}.")
+    model, model_name = state.config.models.resolve(model_raw)
+    tools, tool_warnings = parse_tools(tools_raw, tools_path)
+    world_state = world_store(req).get(world) if world is not None else None
+    warnings += persona_warnings + option_warnings + tool_warnings
+    warnings += _model_warning(state, model, model_name)
+    names = tool_names(options, [t.name for t in tools], world is not None)
+    check_tool_names(names, options)
+    warnings += tool_count_warning(len(names))
+    if npc_id is None:
+        npc_id = store.new_id()
+    npc = Npc(
+        npc_id, persona, options, memory, tools, list(tools_raw or []), world, model, model_name
+    )
+    npc.world_state = world_state
+    return npc
+
+
+def _insert(req: Request, npc: Npc, warnings: list[str]) -> Result:
+    npcs_of(req.state).add(npc)
+    if npc.world is not None:
+        world_store(req).attach_npc(npc.world)
+    names = tool_names(npc.options, [t.name for t in npc.tools], npc.world is not None)
+    return Result({"npc": npc.id, "tools": names, "warnings": warnings})
+
+
+def create(req: Request) -> Result:
+    p = Params(req.params)
+    warnings = p.unknown(CREATE_KEYS)
+    npc = _build(
+        req,
+        npc_id=p.get("npc"),
+        persona_raw=p.get("persona"),
+        options_raw=p.get("options"),
+        tools_raw=p.get("tools"),
+        world=p.get("world"),
+        memory_raw=p.get("memory"),
+        model_raw=p.get("model"),
+        warnings=warnings,
+    )
+    return _insert(req, npc, warnings)
+
+
+def _npc(req: Request) -> Npc:
+    return npcs_of(req.state).get(Params(req.params).string("npc"))
+
+
+def _talk_result(npc: Npc, outcome: TalkOutcome, warnings: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "npc": npc.id,
+        "line": outcome.line,
+        "emotion": outcome.emotion,
+        "playerOptions": outcome.player_options,
+        "endsConversation": outcome.ends_conversation,
+        "toolCalls": [encode_record(r) for r in outcome.records],
+        "relationship": npc.memory.relationship,
+        "isFallback": outcome.is_fallback,
+        "usage": encode_usage(outcome.usage),
+    }
+    if warnings:
+        out["warnings"] = warnings
+    return out
+
+
+def _npc_events(driver: TurnDriver, npc: Npc) -> tuple[LineTracker, Any]:
+    """A tracker that streams the line as ``npc/event``s, and the turn's event sink."""
+
+    def send(kind: str, value: str) -> None:
+        if kind == "emotion":
+            driver.send_event({"type": "emotion", "emotion": value})
+        elif kind == "delta":
+            driver.send_event({"type": "lineDelta", "delta": value})
+        else:
+            driver.send_event({"type": "lineReset", "line": value})
+
+    tracker = LineTracker(npc, send)
+
+    def on_event(event: Any) -> None:
+        from oamd.agent.events import ToolCompleted, ToolStarted
+
+        if type(event) is ToolStarted:
+            driver.send_event(
+                {
+                    "type": "toolCallStarted",
+                    "call": encode_call(event.call),
+                    "execution": event.execution,
+                }
+            )
+        elif type(event) is ToolCompleted:
+            driver.send_event({"type": "toolCallCompleted", "record": encode_record(event.record)})
+        else:
+            tracker.on_event(event)
+
+    return tracker, on_event
+
+
+def talk(req: Request) -> Deferred:
+    p = Params(req.params)
+    npc = _npc(req)
+    line = p.string("line")
+    context = p.get("context")
+    stream = bool(p.opt_bool("stream", False))
+    choice = parse_tool_choice(p.get("toolChoice"), "toolChoice")
+    warnings = p.unknown(TALK_KEYS)
+    driver = TurnDriver(
+        req.conn,
+        {"npc": npc.id},
+        req.id,
+        stream=stream,
+        event_method="npc/event",
+        default_timeout=npc.options.toolTimeoutSeconds,
+    )
+    tracker, on_event = _npc_events(driver, npc)
+
+    async def work(op: Operation) -> dict[str, Any]:
+        draft = new_draft(npc)
+        tools = npc_tools(npc, draft, npc_world_tools(npc))
+        instructions = npc_instructions(npc, [t.name for t in tools])
+        prompt = talk_prompt(line, context, game_state(npc))
+        outcome = await run_talk(
+            npc, prompt, choice, instructions, tools, on_event, driver.execute, tracker, draft
+        )
+        op.commit()
+        if outcome.commits_memory:
+            npc.memory = draft.committed()
+            npc.history.extend(outcome.entries)
+            _schedule_compaction(req, npc)
+        return _talk_result(npc, outcome, warnings)
+
+    return Deferred(npc.queue.schedule(work))
+
+
+def compaction_instructions(name: str) -> str:
+    return (
+        f"You keep {name}'s memory of talking with the player in a video game. Merge the new "
+        f'conversation into the summary so far. If {name}\'s turns are JSON, only their "line" '
+        "was spoken. Keep names, promises, deals, items, prices, facts learned and how "
+        f"{name} feels about the player. Write at most 100 words of plain prose in the third "
+        "person."
+    )
+
+
+def _schedule_compaction(req: Request, npc: Npc) -> None:
+    """Queues background summarization (ahead of anything queued later) once the kept turns
+    reach ``max(compactAfterTurns, keepRecentTurns + 1)``; the talk response does not wait."""
+    o = npc.options
+    if not o.compactAfterTurns or npc.turn_count < max(o.compactAfterTurns, o.keepRecentTurns + 1):
+        return
+
+    async def compact(op: Operation) -> None:
+        starts = turn_starts(npc.history)
+        if len(starts) <= o.keepRecentTurns:
+            op.commit()
+            return
+        cut = starts[len(starts) - o.keepRecentTurns] if o.keepRecentTurns else len(npc.history)
+        previous = npc.memory.summary
+        prompt = f"Summary so far:\n{previous}\n\n" if previous else ""
+        lines = render_lines(npc.history[:cut], "Player", npc.persona.name)
+        prompt += "Conversation to fold into the summary:\n" + "\n".join(lines)
+        plan = CompactionPlan(cut, compaction_instructions(npc.persona.name), prompt)
+        try:
+            result = await run_turn(plan.spec(npc.model), lambda event: None, _no_tool)
+        except ModelError:
+            return  # failures of background compaction are swallowed
+        summary = result.text.strip()
+        op.commit()
+        npc.history = npc.history[cut:]
+        if summary:
+            npc.memory.summary = summary
+
+    req.conn.start_deferred(None, npc.queue.schedule(compact), respond=False)
+
+
+async def _no_tool(call: Any, tool: Any) -> Any:
+    raise InvalidRequest("no tools during compaction")
+
+
+def bark(req: Request) -> Deferred:
+    npc = _npc(req)
+    spec = bark_spec(npc, game_state(npc), Params(req.params).get("situation"))
+
+    async def work() -> dict[str, Any]:
+        result = await run_turn(spec, lambda event: None, _no_tool)
+        first = next((ln.strip() for ln in result.text.splitlines() if ln.strip()), "")
+        line = spoken_line(first, npc.persona.name)
+        if not line:
+            raise ModelError("generation_failed", "The model produced an empty bark.")
+        return {"npc": npc.id, "line": line}
+
+    return Deferred(work)
+
+
+def _complete_turns(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    starts = turn_starts(entries)
+    if starts and entries[-1]["kind"] != "response":
+        return entries[: starts[-1]]  # a trailing unanswered prompt is not saved
+    return entries
+
+
+def _save(npc: Npc) -> dict[str, Any]:
+    return {
+        "version": STATE_VERSION,
+        "persona": npc.persona.to_wire(),
+        "memory": npc.memory.to_wire(),
+        "transcript": export_transcript(None, None, [], _complete_turns(npc.history)),
+        "npc": npc.id,
+        "options": npc.options.to_wire(),
+        "tools": npc.tool_definitions,
+        "world": npc.world,
+    }
+
+
+def npc_state(req: Request) -> Result | Deferred:
+    npc = _npc(req)
+    if Params(req.params).opt_bool("settle", True) is False:
+        return Result({"npc": npc.id, "state": _save(npc)})
+
+    async def work(op: Operation) -> dict[str, Any]:
+        op.commit()
+        return {"npc": npc.id, "state": _save(npc)}
+
+    return Deferred(npc.queue.schedule(work))
+
+
+def restore(req: Request) -> Result:
+    p = Params(req.params)
+    warnings = p.unknown(RESTORE_KEYS)
+    saved = p.get("state")
+    if saved is None:
+        raise InvalidParams("Missing required parameter 'state'.")
+    if isinstance(saved, dict) and "version" not in saved and isinstance(saved.get("state"), dict):
+        saved = saved["state"]  # the whole npc/state result
+    if not isinstance(saved, dict):
+        raise InvalidParams("'state' must be an object from npc/state.")
+    if saved.get("version") is None:
+        raise InvalidParams("Missing required parameter 'state.version'.")
+
+    def pick(key: str) -> Any:
+        return req.params[key] if key in req.params else saved.get(key)
+
+    world = pick("world")
+    if world is not None and "world" not in req.params:
+        try:
+            world_store(req).get(world)
+        except OamdError:
+            warnings.append(
+                f"The saved world '{world}' does not exist; the NPC was restored without a world. "
+                "Pass 'world' to attach one."
+            )
+            world = None
+    npc = _build(
+        req,
+        npc_id=pick("npc"),
+        persona_raw=saved.get("persona"),
+        options_raw=pick("options"),
+        tools_raw=pick("tools"),
+        world=world,
+        memory_raw=saved.get("memory"),
+        model_raw=p.get("model"),
+        warnings=warnings,
+        prefix="state.",
+        options_path="options" if "options" in req.params else "state.options",
+        tools_path="tools" if "tools" in req.params else "state.tools",
+    )
+    transcript = saved.get("transcript")
+    if transcript is not None:
+        npc.history = import_transcript(transcript).entries
+    return _insert(req, npc, warnings)
+
+
+def update(req: Request) -> Deferred:
+    npc = _npc(req)
+    p = Params(req.params)
+    warnings = p.unknown(UPDATE_KEYS)
+    for key in ("persona", "options", "memory"):
+        if p.has(key) and not isinstance(p.get(key), dict):
+            raise InvalidParams(f"Parameter '{key}' must be an object.")
+    engine_timeout = req.state.config.tool_timeout
+
+    async def work(op: Operation) -> dict[str, Any]:
+        persona, more = parse_persona(merge_patch(npc.persona.to_wire(), p.get("persona") or {}))
+        patch = p.get("options") or {}
+        merged = merge_patch(npc.options.to_wire(), patch)
+        if "toolTimeoutSeconds" in patch and patch["toolTimeoutSeconds"] is None:
+            merged["toolTimeoutSeconds"] = engine_timeout
+        options, option_warnings = parse_npc_options(
+            merged, NpcOptions(secretsUnlockAtRelationship=50)
+        )
+        if "secretsUnlockAtRelationship" not in merged:
+            options = _with_threshold(options, 50)
+        memory = parse_memory(merge_patch(npc.memory.to_wire(), p.get("memory") or {}))
+        tools, definitions = npc.tools, npc.tool_definitions
+        if p.present("tools"):
+            tools, tool_warnings = parse_tools(p.get("tools"))
+            definitions = list(p.get("tools") or [])
+            more += tool_warnings
+        names = tool_names(options, [t.name for t in tools], npc.world is not None)
+        check_tool_names(names, options)
+        op.commit()
+        npc.persona, npc.options, npc.memory = persona, options, memory
+        npc.tools, npc.tool_definitions = tools, definitions
+        return {
+            "npc": npc.id,
+            "warnings": warnings + more + option_warnings + tool_count_warning(len(names)),
+        }
+
+    return Deferred(npc.queue.schedule(work))
+
+
+def _with_threshold(options: NpcOptions, value: int | None) -> NpcOptions:
+    from dataclasses import replace
+
+    return replace(options, secretsUnlockAtRelationship=value)
+
+
+def reset(req: Request) -> Deferred:
+    npc = _npc(req)
+    clear_memory = bool(Params(req.params).opt_bool("clearMemory", False))
+
+    async def work(op: Operation) -> dict[str, Any]:
+        op.commit()
+        npc.history = []
+        if clear_memory:
+            npc.memory = parse_memory(None)
+        return {"npc": npc.id}
+
+    return Deferred(npc.queue.schedule(work))
+
+
+def cancel(req: Request) -> Result:
+    npc = _npc(req)
+    return Result({"npc": npc.id, "cancelled": npc.queue.cancel_all()})
+
+
+def delete(req: Request) -> Result:
+    npc = _npc(req)
+    npcs_of(req.state).remove(npc.id)
+    npc.queue.cancel_all()
+    if npc.world is not None:
+        world_store(req).detach_npc(npc.world)
+    return Result({"npc": npc.id, "deleted": True})
+
+
+def list_npcs(req: Request) -> Result:
+    out = []
+    for npc in npcs_of(req.state):
+        out.append(
+            {
+                "npc": npc.id,
+                "name": npc.persona.name,
+                "role": npc.persona.role,
+                "world": npc.world,
+                "model": npc.model_name,
+                "tools": [t.name for t in npc.tools],
+                "turnCount": npc.turn_count,
+                "relationship": npc.memory.relationship,
+                "busy": npc.queue.pending > 0,
+                "pendingOperations": npc.queue.pending,
+                "createdAt": npc.created_at,
+            }
+        )
+    return Result({"npcs": out})
+
+
+def actor_text(state: BridgeState, actor: Any, path: str = "actor") -> Persona | None:
+    """A decision's ``actor``: a persona object, or the id of an NPC to decide as."""
+    if actor is None:
+        return None
+    if isinstance(actor, str):
+        return npcs_of(state).get(actor).persona
+    persona, _ = parse_persona(actor, path)
+    return persona
+
+
+def register(registry: Registry) -> None:
+    registry.declare_notification("npc/event")
+    for name, handler in (
+        ("npc/create", create),
+        ("npc/talk", talk),
+        ("npc/bark", bark),
+        ("npc/state", npc_state),
+        ("npc/restore", restore),
+        ("npc/update", update),
+        ("npc/reset", reset),
+        ("npc/cancel", cancel),
+        ("npc/delete", delete),
+        ("npc/list", list_npcs),
+    ):
+        registry.register(name, handler)
+
+
+__all__ += ["persona_lines"]
