@@ -351,7 +351,7 @@ def test_pattern_is_warned_and_described_but_not_enforced():
     ],
 )
 def test_unenforced_keywords_are_warned_and_described_but_not_enforced(keyword, schema, value):
-    compiled = compile_schema({**obj(v=schema)})
+    compiled = compile_schema(obj(v=schema))
     assert compiled.warnings == [
         f"#/properties/v: '{keyword}' is described to the model but not enforced"
     ]

@@ -96,7 +96,19 @@ class TurnSpec:
     max_attempts: int = 2
     trim_history: bool = True
     reserved_response_tokens: int = 1024
+    user_label: str = "User"
+    """Envelope loop: how the user's lines are labelled in the conversation the model reads."""
+    assistant_label: str = "Assistant"
+    """Envelope loop: how the model's own lines are labelled."""
+    dedupe_tool_calls: bool = True
+    """Envelope loop: a repeated identical successful call means the model should reply now."""
+    retry_guardrail_violations: bool = False
+    """Envelope loop: whether a model step that trips the guardrails is retried."""
     prompt_entry: dict[str, Any] | None = None
+    carried_entries: Sequence[dict[str, Any]] = ()
+    """Entries of this turn gathered by an earlier failed run (tool calls and outputs) that the
+    model sees again and the result keeps (the NPC's plain-text retry)."""
+    carried_records: Sequence[ToolRecord] = ()
     """The history entry of the prompt (defaults to ``{"kind": "prompt", "text": prompt}``)."""
 
 
@@ -106,7 +118,11 @@ async def run_turn(
     execute: ToolExecutor,
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
 ) -> TurnResult:
-    """Runs the turn; raises ``ModelError`` when it fails. Retries transient failures."""
+    """Runs the turn; raises ``ModelError`` when it fails. Retries transient failures.
+
+    Models without a tool-call API run the envelope loop (``oamd.agent.envelope``) instead."""
+    if not spec.model.capabilities.native_tools:
+        return await _run_envelope_turn(spec, emit, execute, sleep)
     state = _TurnState()
     attempt = 0
     while True:
@@ -149,8 +165,24 @@ async def _attempt(
     spec: TurnSpec, emit: Callable[[TurnEvent], None], execute: ToolExecutor, state: _TurnState
 ) -> TurnResult:
     prompt_entry = spec.prompt_entry or {"kind": "prompt", "text": spec.prompt}
-    entries: list[dict[str, Any]] = [prompt_entry]
-    records: list[ToolRecord] = []
+    entries: list[dict[str, Any]] = [prompt_entry, *spec.carried_entries]
+    records: list[ToolRecord] = list(spec.carried_records)
+    try:
+        return await _steps(spec, emit, execute, state, entries, records)
+    except ModelError as exc:
+        exc.turn_entries = entries[1:]  # what the failed run gathered, for a caller's retry
+        exc.turn_records = records
+        raise
+
+
+async def _steps(
+    spec: TurnSpec,
+    emit: Callable[[TurnEvent], None],
+    execute: ToolExecutor,
+    state: _TurnState,
+    entries: list[dict[str, Any]],
+    records: list[ToolRecord],
+) -> TurnResult:
     tool_names = [t.name for t in spec.tools]
     by_name = {t.name: t for t in spec.tools}
     rounds = calls = 0
@@ -287,7 +319,9 @@ def _finish(
             raise ModelError("generation_failed", "The model's answer is not valid JSON.")
         value = spec.schema.coerce(value)
         problems = spec.schema.validate(value)
-        if problems:
+        # a backend that constrains decoding is trusted (as FoundationModels is): its answers
+        # pass as generated; from any other backend a mismatch fails the turn
+        if problems and not spec.model.capabilities.constrained_json:
             raise ModelError(
                 "generation_failed",
                 "The model's answer does not match the schema: " + "; ".join(problems[:3]),
@@ -354,3 +388,14 @@ async def _run_calls(
     async with anyio.create_task_group() as tg:
         for call, tool in runnable:
             tg.start_soon(run_one, call, tool)
+
+
+async def _run_envelope_turn(
+    spec: TurnSpec,
+    emit: Callable[[TurnEvent], None],
+    execute: ToolExecutor,
+    sleep: Callable[[float], Awaitable[None]],
+) -> TurnResult:
+    from oamd.agent.envelope import run_envelope_turn  # the envelope loop builds on this module
+
+    return await run_envelope_turn(spec, emit, execute, sleep)

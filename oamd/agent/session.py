@@ -46,6 +46,7 @@ OPTION_KEYS = (
     "maxAttempts",
     "userLabel",
     "assistantLabel",
+    "dedupeToolCalls",
 )
 
 
@@ -60,9 +61,13 @@ class SessionOptions:
     max_attempts: int = 2
     user_label: str = "User"
     assistant_label: str = "Assistant"
+    dedupe_tool_calls: bool = True
+    """Text-only models: an identical successful call repeated in a turn means "reply now"."""
 
 
-def parse_sampling(p: Params, base: Sampling) -> Sampling:
+def parse_sampling(p: Params, base: Sampling | None = None) -> Sampling:
+    """``temperature``, ``maxResponseTokens`` (or ``maximumResponseTokens``) and ``sampling``."""
+    base = base or Sampling()
     temperature = p.opt_number("temperature", minimum=0)
     max_tokens = p.opt_int(
         "maxResponseTokens" if "maxResponseTokens" in p.raw else "maximumResponseTokens",
@@ -119,6 +124,7 @@ def parse_session_options(
         max_attempts=p.opt_int("maxAttempts", base.max_attempts, minimum=1),  # type: ignore[arg-type]
         user_label=p.opt_string("userLabel", base.user_label),  # type: ignore[arg-type]
         assistant_label=p.opt_string("assistantLabel", base.assistant_label),  # type: ignore[arg-type]
+        dedupe_tool_calls=p.opt_bool("dedupeToolCalls", base.dedupe_tool_calls),  # type: ignore[arg-type]
     )
     return options, warnings
 

@@ -30,6 +30,7 @@ __all__ = [
     "TextDelta",
     "ToolCallRequest",
     "ToolSpec",
+    "TurnSnapshot",
     "Usage",
     "estimate_tokens",
 ]
@@ -113,6 +114,16 @@ class Sampling:
     max_tokens: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TurnSnapshot:
+    """Informational: the turn a text-only step belongs to. Scripted models fill templates from
+    it; real backends must ignore it (everything the model reads is in ``messages``)."""
+
+    prompt: str
+    tool_outputs: tuple[str, ...] = ()
+    """This turn's tool outputs so far, as the model reads them."""
+
+
 @dataclass(slots=True)
 class GenerationRequest:
     messages: list[ChatMessage]
@@ -124,6 +135,8 @@ class GenerationRequest:
     sampling: Sampling = field(default_factory=Sampling)
     kind: str = "answer"
     """What the step is for: ``answer``, ``structured``, ``decide``, ``toolArguments``…"""
+    turn: TurnSnapshot | None = None
+    """Set by the envelope loop (see ``TurnSnapshot``); ``None`` on the native loop."""
 
 
 @dataclass(frozen=True, slots=True)

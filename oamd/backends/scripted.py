@@ -4,8 +4,18 @@ Each model inference plays the next step; a tool round takes one step and the an
 When the steps run out, ``fallback`` (default ``{"text": "(script exhausted)"}``) plays. Steps:
 ``text`` (+ ``chunks``, streamed in about that many pieces), ``toolCalls``, ``json``, ``template``
 (``{prompt}``, ``{toolOutputs}``, ``{toolOutput}`` substituted in that order), ``error`` (any model
-``data.code``); any step may wait ``delayMs`` first. It reads what it needs for templates from
-the request's messages, so it behaves the same on every tool loop.
+``data.code``), and the oamd extension ``raw`` (+ ``chunks``: text played verbatim, whatever the
+step asks for); any step may wait ``delayMs`` first. Templates read the request's turn snapshot
+when it has one, else its messages, so a script behaves the same on every tool loop.
+
+``"style": "envelope"`` makes a text-only model (``native_tools`` off; ``"constrained": true``
+turns ``constrained_json`` on), which the agent drives with the envelope loop. It plays the same
+steps the way open-android-models' scripted model does: a ``toolCalls`` step answers successive
+decide steps with one envelope per call (``{"action": name, "arguments": {…}}``; a toolArguments
+step gets just the arguments), and is used up with its last call; an answer step (``text``,
+``template``, ``json``) answers a decide step with ``{"action": "respond"}`` without being used
+up, then plays on the respond or structured step; calls still left when a reply is asked for are
+skipped. ``raw`` and ``error`` steps are used up by whichever model call meets them.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ from oamd.backends.base import (
 )
 from oamd.errors import MODEL_ERROR_NAMES, InvalidParams, ModelError
 
-__all__ = ["ScriptStep", "ScriptedModel", "parse_script", "split_chunks"]
+__all__ = ["Script", "ScriptStep", "ScriptedModel", "parse_script", "split_chunks"]
 
 _ERROR_CODES = (
     "model_unavailable, guardrail_violation, refusal, context_size_exceeded, rate_limited, "
@@ -39,12 +49,16 @@ _ERROR_CODES = (
     "generation_failed"
 )
 _DEFAULT_CHUNKS = 3
+_STYLES = ("native", "envelope")
+_CONTEXT_SIZE = 8192
+_REPLY_KINDS = ("text", "template", "json")
+_RESPOND_ENVELOPE = '{"action":"respond","arguments":{}}'
 
 
 @dataclass(frozen=True, slots=True)
 class ScriptStep:
     kind: str
-    """``text``, ``toolCalls``, ``json``, ``template`` or ``error``."""
+    """``text``, ``toolCalls``, ``json``, ``template``, ``error`` or ``raw``."""
     value: Any
     chunks: int = _DEFAULT_CHUNKS
     delay_ms: int = 0
@@ -52,6 +66,14 @@ class ScriptStep:
 
 
 FALLBACK = ScriptStep("text", "(script exhausted)")
+
+
+class Script(list[ScriptStep]):
+    """The steps of a script, carrying the model's ``style`` and ``constrained`` members, so a
+    ``ScriptedModel(steps, fallback)`` built from ``parse_script`` takes them on."""
+
+    style: str = "native"
+    constrained: bool = True
 
 
 def _shown(value: Any) -> str:
@@ -68,16 +90,19 @@ def _parse_step(raw: Any, path: str) -> ScriptStep:
     elif isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
         raise InvalidParams(f"Parameter '{path}.delayMs' must be at least 0.")
     delay = int(delay)
-    if "text" in raw and raw["text"] is not None:
-        text = raw["text"]
-        if not isinstance(text, str):
-            raise InvalidParams(f"Parameter '{path}.text' must be a string; got {_shown(text)}.")
-        chunks = raw.get("chunks")
-        if chunks is None:
-            chunks = _DEFAULT_CHUNKS
-        elif isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
-            raise InvalidParams(f"Parameter '{path}.chunks' must be at least 1.")
-        return ScriptStep("text", text, chunks, delay)
+    for kind in ("text", "raw"):
+        if kind in raw and raw[kind] is not None:
+            text = raw[kind]
+            if not isinstance(text, str):
+                raise InvalidParams(
+                    f"Parameter '{path}.{kind}' must be a string; got {_shown(text)}."
+                )
+            chunks = raw.get("chunks")
+            if chunks is None:
+                chunks = _DEFAULT_CHUNKS
+            elif isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+                raise InvalidParams(f"Parameter '{path}.chunks' must be at least 1.")
+            return ScriptStep(kind, text, chunks, delay)
     if "toolCalls" in raw and raw["toolCalls"] is not None:
         calls = raw["toolCalls"]
         if not isinstance(calls, list):
@@ -136,18 +161,32 @@ def _parse_step(raw: Any, path: str) -> ScriptStep:
     )
 
 
-def parse_script(spec: dict[str, Any], path: str = "model") -> tuple[list[ScriptStep], ScriptStep]:
-    """``{"type": "scripted", "steps": [...], "fallback"?: step}`` → steps and fallback.
+def parse_script(spec: dict[str, Any], path: str = "model") -> tuple[Script, ScriptStep]:
+    """``{"type": "scripted", "steps": [...], "fallback"?: step, "style"?: "native" | "envelope",
+    "constrained"?: bool}`` → steps (a ``Script``, with style and constrained) and fallback.
 
     Raises:
-        InvalidParams: a step is malformed; the message names ``model.steps[i]``.
+        InvalidParams: a step or member is malformed; the message names ``model.steps[i]``.
     """
     steps_raw = spec.get("steps")
     if steps_raw is None:
         steps_raw = []
     if not isinstance(steps_raw, list):
         raise InvalidParams(f"Parameter '{path}.steps' must be an array; got {_shown(steps_raw)}.")
-    steps = [_parse_step(raw, f"{path}.steps[{i}]") for i, raw in enumerate(steps_raw)]
+    steps = Script(_parse_step(raw, f"{path}.steps[{i}]") for i, raw in enumerate(steps_raw))
+    style = spec.get("style")
+    if style is not None:
+        if style not in _STYLES:
+            raise InvalidParams(
+                f'\'{path}.style\' must be "native" or "envelope"; got {_shown(style)}.'
+            )
+        steps.style = style
+    constrained = spec.get("constrained")
+    if constrained is not None and not isinstance(constrained, bool):
+        raise InvalidParams(
+            f"Parameter '{path}.constrained' must be a boolean; got {_shown(constrained)}."
+        )
+    steps.constrained = steps.style == "native" if constrained is None else constrained
     fallback_raw = spec.get("fallback")
     fallback = FALLBACK if fallback_raw is None else _parse_step(fallback_raw, f"{path}.fallback")
     return steps, fallback
@@ -181,10 +220,21 @@ def _last_prompt(request: GenerationRequest) -> str:
 
 
 def render_template(template: str, request: GenerationRequest) -> str:
-    outputs = _tool_outputs_of_turn(request)
-    text = template.replace("{prompt}", _last_prompt(request))
+    if request.turn is not None:
+        outputs, prompt = list(request.turn.tool_outputs), request.turn.prompt
+    else:
+        outputs, prompt = _tool_outputs_of_turn(request), _last_prompt(request)
+    text = template.replace("{prompt}", prompt)
     text = text.replace("{toolOutputs}", "\n".join(outputs))
     return text.replace("{toolOutput}", outputs[-1] if outputs else "")
+
+
+def _compact(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _envelope(call: ToolCallRequest) -> str:
+    return _compact({"action": call.name, "arguments": call.arguments})
 
 
 @dataclass
@@ -195,37 +245,61 @@ class ScriptedModel(LanguageModel):
     fallback: ScriptStep = FALLBACK
     name: str = "scripted"
     capabilities: ModelCapabilities = ModelCapabilities(
-        native_tools=True, constrained_json=True, streaming=True, context_size=8192
+        native_tools=True, constrained_json=True, streaming=True, context_size=_CONTEXT_SIZE
     )
     requests: list[GenerationRequest] = field(default_factory=list)
     """Every request received, for tests that assert on what the model was shown."""
+    style: str = "native"
+    """``native`` (tool calls through the API) or ``envelope`` (text only)."""
     _next: int = 0
+    _call: int = 0
+    """Envelope style: the next call of the current ``toolCalls`` step."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.steps, Script):
+            self.style = self.steps.style
+            self.capabilities = ModelCapabilities(
+                native_tools=self.style == "native",
+                constrained_json=self.steps.constrained,
+                streaming=True,
+                context_size=_CONTEXT_SIZE,
+            )
 
     @property
     def played(self) -> int:
         return self._next
 
+    def _peek(self) -> ScriptStep:
+        return self.steps[self._next] if self._next < len(self.steps) else self.fallback
+
     def _take(self) -> ScriptStep:
+        step = self._peek()
         if self._next < len(self.steps):
-            step = self.steps[self._next]
             self._next += 1
-            return step
-        return self.fallback
+        self._call = 0
+        return step
 
     async def availability(self) -> Availability:
         return self.cached_availability()
 
     def cached_availability(self) -> Availability:
-        return Availability(available=True, context_size=8192, variant="scripted")
+        return Availability(available=True, context_size=_CONTEXT_SIZE, variant="scripted")
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
         self.requests.append(request)
-        step = self._take()
-        if step.delay_ms:
+        if self.style == "envelope":
+            step, text, delays = self._envelope_step(request)
+        else:
+            step, text, delays = self._take(), None, True
+        if step.delay_ms and delays:
             await anyio.sleep(step.delay_ms / 1000)
         input_tokens = sum(estimate_tokens(m.content) for m in request.messages)
         if step.kind == "error":
             raise ModelError(step.value, step.message or f"Scripted {step.value}.")
+        if text is not None:
+            yield TextDelta(text)
+            yield Usage(input_tokens, 0, estimate_tokens(text))
+            return
         if step.kind == "toolCalls":
             for call in step.value:
                 yield call
@@ -235,9 +309,42 @@ class ScriptedModel(LanguageModel):
             yield TextDelta(orjson.dumps(step.value).decode())
             yield Usage(input_tokens, 0, 8)
             return
-        text = step.value if step.kind == "text" else render_template(step.value, request)
+        text = step.value if step.kind in ("text", "raw") else render_template(step.value, request)
         output_tokens = 0
         for piece in split_chunks(text, step.chunks):
             output_tokens += max(1, len(piece) // 4)
             yield TextDelta(piece)
         yield Usage(input_tokens, 0, output_tokens)
+
+    def _envelope_step(self, request: GenerationRequest) -> tuple[ScriptStep, str | None, bool]:
+        """The step an envelope-style request meets, the text it answers with when that is not
+        the step's own (an envelope, a call's arguments, a reply played unconsumed), and whether
+        the step's delay applies (once per step: on its first call, or when it plays)."""
+        step = self._peek()
+        if request.kind in ("decide", "toolArguments"):
+            if step.kind == "toolCalls":
+                index = self._call
+                call = step.value[index]
+                if index + 1 >= len(step.value):
+                    self._take()
+                else:
+                    self._call = index + 1
+                text = _envelope(call) if request.kind == "decide" else _compact(call.arguments)
+                return step, text, index == 0
+            if step.kind in _REPLY_KINDS:  # the reply comes later: not used up here
+                if request.kind == "decide":
+                    return step, _RESPOND_ENVELOPE, False
+                return step, self._reply_text(step, request), False
+            return self._take(), None, True
+        while step.kind == "toolCalls" and self._next < len(self.steps):
+            self._take()  # calls the loop no longer asks for
+            step = self._peek()
+        if step.kind == "toolCalls":  # the fallback itself: it can only call
+            return self._take(), _envelope(step.value[0]), True
+        return self._take(), None, True
+
+    @staticmethod
+    def _reply_text(step: ScriptStep, request: GenerationRequest) -> str:
+        if step.kind == "json":
+            return _compact(step.value)
+        return step.value if step.kind == "text" else render_template(step.value, request)

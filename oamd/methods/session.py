@@ -142,6 +142,9 @@ def respond(req: Request) -> Deferred:
             max_attempts=session.options.max_attempts,
             trim_history=session.options.trim_history,
             reserved_response_tokens=session.options.reserved_response_tokens,
+            user_label=session.options.user_label,
+            assistant_label=session.options.assistant_label,
+            dedupe_tool_calls=session.options.dedupe_tool_calls,
         )
         result = await run_turn(spec, driver.emit, driver.execute)
         op.commit()

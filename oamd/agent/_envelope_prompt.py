@@ -1,0 +1,355 @@
+"""What a text-only model reads at each step of the envelope loop, and what fits its input budget.
+
+The system text (instructions + context note) is the same bytes at every step and turn of a
+session, so prefix caches hit; everything that varies (the conversation as labelled lines, this
+turn's tool uses, the step's task with the tool catalog, the repair note) is in the user text after
+it. Trimming drops the oldest whole history turns once the estimate passes the budget, counting
+with the backend's tokenizer only then; it never drops the current turn or the last history turn.
+The constrained-decoding schema of a decide step is built here too, beside the task it answers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from oamd.agent._schema_text import envelope_example, render_fields, render_inline
+from oamd.agent.tools import ToolDefinition, ToolOutput
+from oamd.backends.base import estimate_tokens
+
+__all__ = [
+    "HistoryTurn",
+    "Labels",
+    "arguments_task",
+    "decide_schema",
+    "decide_task",
+    "entry_lines",
+    "fit_turns",
+    "history_turns",
+    "is_parameterless",
+    "render_body",
+    "respond_task",
+    "structured_task",
+    "system_text",
+    "tool_line",
+]
+
+MAX_TOOL_OUTPUT_CHARS = 1500
+"""A tool output shown to the model is cut here, followed by ``… (truncated)``."""
+
+MAX_MESSAGE_CHARS = 300
+"""The user's last message quoted in a task is cut here, followed by ``…``."""
+
+MAX_ECHO_CHARS = 240
+"""The previous answer quoted in a repair note is cut here, followed by ``…``."""
+
+PRECISE_COUNT_SHARE = 0.6
+"""Above this share of the budget (by the chars/4 estimate) the backend's tokenizer counts."""
+
+MIN_RECENT_TURNS = 1
+"""History turns trimming always keeps."""
+
+REPAIR_MARKER = "Your previous answer was invalid: "
+
+_RESPOND_SCHEMA = {"type": "object", "properties": {}, "additionalProperties": False}
+_PARAMETERLESS_BLOCKERS = ("anyOf", "oneOf", "allOf", "$ref", "enum", "const", "items")
+
+Repair = tuple[str, str]
+"""The problem with the previous answer, and that answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class Labels:
+    user: str = "User"
+    assistant: str = "Assistant"
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryTurn:
+    """One history turn as lines, and how many transcript entries it holds (for trimmedEntries)."""
+
+    lines: tuple[str, ...]
+    entries: int
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def system_text(instructions: str | None) -> str:
+    return (instructions or "").strip()
+
+
+def _compact(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def tool_line(name: str, arguments: dict[str, Any], output: ToolOutput) -> str:
+    """``[check_menu → {"stew":3}]``, ``[take_order {"item":"stew"} → Error: out of stew]``"""
+    args = f" {_compact(arguments)}" if arguments else ""
+    text = output.model_text.strip()
+    if len(text) > MAX_TOOL_OUTPUT_CHARS:
+        text = text[:MAX_TOOL_OUTPUT_CHARS] + "… (truncated)"
+    return f"[{name}{args} → {text}]"
+
+
+def _structured_line(value: Any) -> str:
+    """``key: value; key2: value2`` (strings unquoted): small models copy raw JSON objects."""
+    if not isinstance(value, dict):
+        return _compact(value)
+    return "; ".join(f"{k}: {v if isinstance(v, str) else _compact(v)}" for k, v in value.items())
+
+
+def entry_lines(entries: Sequence[dict[str, Any]], labels: Labels) -> list[str]:
+    """Transcript entries as the lines the model reads: ``User: …``, ``Assistant: …`` and one
+    ``[tool {args} → output]`` line per tool output (its arguments found by call id)."""
+    arguments: dict[str, dict[str, Any]] = {}
+    lines: list[str] = []
+    for entry in entries:
+        kind = entry.get("kind")
+        if kind == "prompt":
+            lines.append(f"{labels.user}: {entry['text'].strip()}")
+        elif kind == "response":
+            shown = (
+                _structured_line(entry["structured"])
+                if "structured" in entry
+                else entry["text"].strip()
+            )
+            lines.append(f"{labels.assistant}: {shown}")
+        elif kind == "toolCalls":
+            for call in entry["calls"]:
+                arguments[call["id"]] = call["arguments"]
+        elif kind == "toolOutput":
+            output = ToolOutput(entry["outputKind"], entry["output"])
+            lines.append(tool_line(entry["name"], arguments.get(entry["callId"], {}), output))
+    return lines
+
+
+def history_turns(history: Sequence[dict[str, Any]], labels: Labels) -> list[HistoryTurn]:
+    """The history grouped into turns (each starts at a ``prompt``; entries before the first form
+    their own group), each as its lines."""
+    groups: list[list[dict[str, Any]]] = []
+    for entry in history:
+        if entry.get("kind") == "prompt" or not groups:
+            groups.append([])
+        groups[-1].append(entry)
+    return [HistoryTurn(tuple(entry_lines(group, labels)), len(group)) for group in groups]
+
+
+def _last_message(prompt: str) -> str:
+    text = " ".join(prompt.split())
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + "…"
+
+
+def render_body(
+    turns: Sequence[HistoryTurn],
+    prompt: str,
+    tool_lines: Sequence[str],
+    task: str,
+    labels: Labels,
+    *,
+    plain: bool,
+) -> str:
+    """The user text: just the prompt (and a structured task) on a plain first request, else
+    ``Conversation:``, the history lines, the prompt line, this turn's tool uses, a blank line
+    and the task."""
+    if plain:
+        return prompt.strip() + (f"\n\n{task}" if task else "")
+    lines = ["Conversation:"]
+    for turn in turns:
+        lines.extend(turn.lines)
+    if prompt.strip():
+        lines.append(f"{labels.user}: {prompt.strip()}")
+    lines.extend(tool_lines)
+    return "\n".join(lines) + "\n\n" + task
+
+
+def _with_repair(task: str, repair: Repair | None) -> str:
+    if repair is None:
+        return task
+    problem, previous = repair
+    echo = " ".join(previous.split())
+    if len(echo) > MAX_ECHO_CHARS:
+        echo = echo[:MAX_ECHO_CHARS] + "…"
+    problem = problem if problem.endswith(".") else problem + "."
+    return (
+        f"{task}\n{REPAIR_MARKER}{problem}\nPrevious answer: {echo}\n"
+        "Answer again, correctly, in the form asked for above."
+    )
+
+
+def decide_task(
+    tools: Sequence[ToolDefinition],
+    allow_respond: bool,
+    labels: Labels,
+    prompt: str,
+    repair: Repair | None = None,
+) -> str:
+    a, u = labels.assistant, labels.user
+    lines = [f"{a} can use these tools:"]
+    for tool in tools:
+        description = tool.description.strip() or "(no description)"
+        arguments = render_inline(tool.schema.generation)
+        lines.append(f"- {tool.name}: {description} Arguments: {arguments}")
+    if allow_respond:
+        lines.append(f"{a} can also respond: reply to {u} without a tool.")
+    lines.append("")
+    if prompt.strip():
+        lines.append(f'{u}\'s last message: "{_last_message(prompt)}"')
+    if allow_respond:
+        lines.append(
+            f"What does {a} do next? Use a tool only if {u}'s last message needs its information "
+            "or asks for what it does. Choose respond for small talk, or when the conversation "
+            "and the tool results in [brackets] already have what is needed."
+        )
+    else:
+        lines.append(f"{a} must use one of the tools now.")
+    example = envelope_example(tools[0].name, tools[0].schema.generation)
+    alternative = ' or {"action": "respond", "arguments": {}}' if allow_respond else ""
+    lines.append(f"Answer with one JSON object and nothing else, like {example}{alternative}.")
+    return _with_repair("\n".join(lines), repair)
+
+
+def arguments_task(tool: ToolDefinition, labels: Labels, repair: Repair | None = None) -> str:
+    description = tool.description.strip().removesuffix(".")
+    about = f" ({description})" if description else ""
+    text = (
+        f"{labels.assistant} calls the tool {tool.name}{about}.\n"
+        "Write its arguments as one JSON object with these keys:\n"
+        f"{render_fields(tool.schema.generation)}\n"
+        "Answer with the JSON object only."
+    )
+    return _with_repair(text, repair)
+
+
+def respond_task(labels: Labels, prompt: str, tools_ran: bool) -> str:
+    a, u = labels.assistant, labels.user
+    target = f"{a}'s reply to {u}'s last message" if prompt.strip() else f"{a}'s next reply"
+    # Never mention the bracketed tool lines here: models echoed them when it did.
+    facts = ", using the facts from the tool results above in your own words" if tools_ran else ""
+    return f"Write {target}{facts}.\nAnswer with only what {a} says."
+
+
+def structured_task(
+    schema: dict[str, Any],
+    labels: Labels,
+    prompt: str,
+    *,
+    plain: bool,
+    repair: Repair | None = None,
+) -> str:
+    a, u = labels.assistant, labels.user
+    fields = render_fields(schema)
+    keyed = fields.startswith("- ")
+    shape = "one JSON object with these keys:" if keyed else "JSON of this form:"
+    if plain:
+        first = f"Answer with {shape}"
+    elif prompt.strip():
+        # Quoting the message and asking for a *new* reply stops copying of the previous one.
+        first = (
+            f"Write {a}'s new reply to {u}'s last message (\"{_last_message(prompt)}\") as {shape}"
+        )
+    else:
+        first = f"Write {a}'s next reply as {shape}"
+    closing = "Answer with the JSON object only." if keyed else "Answer with the JSON only."
+    return _with_repair(f"{first}\n{fields}\n{closing}", repair)
+
+
+def is_parameterless(parameters: dict[str, Any]) -> bool:
+    """Whether a tool takes no arguments at all, so it can run without an arguments step."""
+    if parameters.get("type", "object") != "object":
+        return False
+    if parameters.get("properties"):
+        return False
+    return not any(k in parameters for k in _PARAMETERLESS_BLOCKERS)
+
+
+def _hoisted(generation: dict[str, Any], prefix: str, defs: dict[str, Any]) -> dict[str, Any]:
+    """A tool's schema ready to nest: its ``$defs`` moved into ``defs`` under ``prefix``, and
+    its references (``#`` included) rewritten to match."""
+    own = generation.get("$defs") or {}
+    names = {name: f"{prefix}_{name}" for name in own}
+    root_name = f"{prefix}_root"
+    uses_root = False
+
+    def rebase(node: Any) -> Any:
+        nonlocal uses_root
+        if isinstance(node, list):
+            return [rebase(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {}
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                if value == "#":
+                    uses_root = True
+                    value = f"#/$defs/{root_name}"
+                elif value.startswith("#/$defs/") and value[len("#/$defs/") :] in names:
+                    value = f"#/$defs/{names[value[len('#/$defs/') :]]}"
+                out[key] = value
+            else:
+                out[key] = rebase(value)
+        return out
+
+    body = rebase({k: v for k, v in generation.items() if k != "$defs"})
+    for name, definition in own.items():
+        defs[names[name]] = rebase(definition)
+    if uses_root:
+        defs[root_name] = body
+    return body
+
+
+def _branch(action: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"action": {"type": "string", "enum": [action]}, "arguments": arguments},
+        "required": ["action", "arguments"],
+        "x-order": ["action", "arguments"],
+        "additionalProperties": False,
+    }
+
+
+def decide_schema(tools: Sequence[ToolDefinition], allow_respond: bool) -> dict[str, Any]:
+    """The envelope a constrained decide step must produce: one branch per offered tool (its
+    ``action`` the tool's name, its ``arguments`` the tool's schema), plus ``respond`` when
+    allowed, so one step yields a complete, valid call."""
+    defs: dict[str, Any] = {}
+    branches = [
+        _branch(tool.name, _hoisted(tool.schema.generation, f"tool{i}", defs))
+        for i, tool in enumerate(tools)
+    ]
+    if allow_respond:
+        branches.append(_branch("respond", dict(_RESPOND_SCHEMA)))
+    schema = branches[0] if len(branches) == 1 else {"anyOf": branches}
+    return {**schema, "$defs": defs} if defs else schema
+
+
+async def fit_turns(
+    turns: Sequence[HistoryTurn],
+    system: str,
+    render: Callable[[Sequence[HistoryTurn]], str],
+    budget: int,
+    count: Callable[[str], Awaitable[int]],
+) -> tuple[list[HistoryTurn], int]:
+    """The history turns that fit ``budget`` tokens next to the system text and the rest of the
+    body (``render(turns)``), and how many entries went. Small prompts are never counted."""
+    kept = list(turns)
+    if not kept or estimate_tokens(system) + estimate_tokens(render(kept)) <= (
+        PRECISE_COUNT_SHARE * budget
+    ):
+        return kept, 0
+    total = await count(system) + await count(render([]))
+    sizes = [await count(turn.text) for turn in kept]
+    total += sum(sizes)
+    trimmed = 0
+    while total > budget and len(kept) > MIN_RECENT_TURNS:
+        total -= sizes.pop(0)
+        trimmed += kept.pop(0).entries
+    return kept, trimmed

@@ -1,0 +1,386 @@
+"""The envelope tool loop: one turn of a session on a text-only model (no tool-call API).
+
+A decide step answers with ``{"action": "<tool>" | "respond", "arguments": {…}}``, read leniently,
+its arguments coerced and validated against the tool's schema, with one repair that quotes the
+problem; each round makes one call; an identical successful call made again means "reply now"
+(unless ``dedupe_tool_calls`` is off); the round and call budgets then force the reply, a respond
+step (streamed and cleaned) or a structured step (JSON, one repair). Where the backend constrains
+decoding, decide, toolArguments and structured steps carry the schema to decode with. A transient
+model failure retries that one step, never a tool, waiting through the injected ``sleep``. The
+events, records and entries have the native loop's shapes; the caller commits the entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+
+from oamd.agent._envelope_prompt import (
+    HistoryTurn,
+    Labels,
+    Repair,
+    arguments_task,
+    decide_schema,
+    decide_task,
+    fit_turns,
+    history_turns,
+    is_parameterless,
+    render_body,
+    respond_task,
+    structured_task,
+    system_text,
+)
+from oamd.agent._lenient import (
+    NOT_AN_OBJECT,
+    Invalid,
+    Respond,
+    argument_candidates,
+    choose_arguments,
+    join_problems,
+    parse_envelope,
+)
+from oamd.agent._lenient_json import LenientJsonError, first_value, json_candidates, parse_lenient
+from oamd.agent._model_step import PartialEmitter, run_model_step
+from oamd.agent._reply import ReplyCleaner, ReplyDisplay
+from oamd.agent._turn_calls import TurnCalls
+from oamd.agent.events import (
+    PartialValue,
+    Step,
+    StepStarted,
+    TurnEvent,
+    TurnResult,
+    TurnUsage,
+)
+from oamd.agent.loop import ToolExecutor, TurnSpec
+from oamd.agent.tools import ToolDefinition
+from oamd.backends.base import ChatMessage, GenerationRequest, TurnSnapshot
+from oamd.errors import InvalidRequest, ModelError
+
+__all__ = ["STEP_KINDS", "run_envelope_turn"]
+
+DECIDE, TOOL_ARGUMENTS, RESPOND, STRUCTURED = "decide", "toolArguments", "respond", "structured"
+STEP_KINDS = (DECIDE, TOOL_ARGUMENTS, RESPOND, STRUCTURED)
+
+STEP_TRIES = 2
+"""Tries of a decide, toolArguments or structured step: the answer, then one repair."""
+
+DECISION_TEMPERATURE = 0.0
+"""Decide and toolArguments steps pick, they do not write: sample greedily."""
+
+DECISION_MAX_TOKENS = 256
+"""Output cap of decide and toolArguments steps; an envelope is short."""
+
+_NO_JSON = "the answer did not contain JSON"
+
+
+@dataclass(frozen=True, slots=True)
+class _Chosen:
+    tool: ToolDefinition
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    tool: ToolDefinition | None
+    """The tool the answer named, when it named one: the call is recorded as not made."""
+    arguments: dict[str, Any]
+    problem: str
+
+
+_Outcome = _Chosen | _Failed | Respond
+
+
+async def run_envelope_turn(
+    spec: TurnSpec,
+    emit: Callable[[TurnEvent], None],
+    execute: ToolExecutor,
+    sleep: Callable[[float], Awaitable[None]],
+) -> TurnResult:
+    """Runs the turn on a text-only model.
+
+    Raises:
+        ModelError: the model failed a step after its retries, or a structured answer stayed
+            invalid after its repair (``generation_failed``).
+        InvalidRequest: ``{"tool": name}`` names a tool the turn does not have.
+    """
+    return await _EnvelopeTurn(spec, emit, execute, sleep).run()
+
+
+class _EnvelopeTurn:
+    def __init__(
+        self,
+        spec: TurnSpec,
+        emit: Callable[[TurnEvent], None],
+        execute: ToolExecutor,
+        sleep: Callable[[float], Awaitable[None]],
+    ) -> None:
+        self.spec = spec
+        self.emit = emit
+        self.sleep = sleep
+        self.labels = Labels(spec.user_label, spec.assistant_label)
+        self.system = system_text(spec.instructions)
+        self.history = history_turns(spec.history, self.labels)
+        self.by_name = {t.name: t for t in spec.tools}
+        self.constrained = spec.model.capabilities.constrained_json
+        self.entries: list[dict[str, Any]] = [
+            spec.prompt_entry or {"kind": "prompt", "text": spec.prompt},
+            *spec.carried_entries,
+        ]
+        self.calls = TurnCalls(
+            self.entries, spec.carried_entries, spec.carried_records, self.labels, emit, execute
+        )
+        self.steps: list[Step] = []
+        self.usage = TurnUsage()
+        self.rounds = 0
+        self.display = ReplyDisplay(emit)
+        self.token_counts: dict[str, int] = {}
+
+    # ---- the turn ------------------------------------------------------------------------------
+
+    async def run(self) -> TurnResult:
+        try:
+            return await self._run()
+        except ModelError as error:
+            error.turn_entries = self.entries[1:]  # what the failed run gathered, for a retry
+            error.turn_records = self.calls.records
+            raise
+
+    async def _run(self) -> TurnResult:
+        policy = self.spec.policy
+        mode = policy.choice.mode
+        enabled = [t for t in self.spec.tools if policy.enabled is None or t.name in policy.enabled]
+        forced = None
+        if mode == "tool":
+            forced = self.by_name.get(policy.choice.name or "")
+            if forced is None:
+                raise InvalidRequest(
+                    f"'toolChoice' names tool '{policy.choice.name}', which this turn does not have."
+                )
+        calls = 0
+        replying = mode == "none" or (not enabled and forced is None)
+        while not replying and self.rounds < policy.max_rounds and calls < policy.max_calls:
+            first = self.rounds == 0
+            if first and forced is not None:
+                outcome = await self._arguments_step(forced)
+            elif first and mode == "required" and len(enabled) == 1:
+                outcome = await self._arguments_step(enabled[0])
+            elif not enabled:
+                break
+            else:
+                allow_respond = not (first and mode == "required")
+                outcome = await self._decide_step(enabled, allow_respond)
+            if isinstance(outcome, Respond):
+                break
+            if isinstance(outcome, _Failed):
+                if outcome.tool is not None:
+                    self.calls.reject(outcome.tool, outcome.arguments, outcome.problem)
+                    self.rounds += 1
+                break  # a failure that survived its repair ends the tool loop
+            await self.calls.run(outcome.tool, outcome.arguments)
+            self.rounds += 1
+            calls += 1
+        if self.spec.schema is not None:
+            return await self._structured_step()
+        return await self._respond_step()
+
+    def _result(
+        self, text: str, structured: Any = None, has_structured: bool = False
+    ) -> TurnResult:
+        return TurnResult(
+            text=text,
+            structured=structured,
+            has_structured=has_structured,
+            records=self.calls.records,
+            usage=self.usage,
+            steps=self.steps,
+            entries=self.entries,
+        )
+
+    # ---- the steps -----------------------------------------------------------------------------
+
+    async def _decide_step(self, tools: Sequence[ToolDefinition], allow_respond: bool) -> _Outcome:
+        names = [t.name for t in tools]
+        mode = "allowed" if allow_respond else "required"
+        schema = decide_schema(tools, allow_respond) if self.constrained else None
+        repair: Repair | None = None
+        failure = _Failed(None, {}, NOT_AN_OBJECT)
+        for attempt in range(STEP_TRIES):
+            task = decide_task(tools, allow_respond, self.labels, self.spec.prompt, repair)
+            request, trimmed = await self._request(DECIDE, task, schema)
+            self._start(DECIDE, mode, names, trimmed, attempt > 0)
+            text = await self._generate(request, stop_early=True)
+            decision = parse_envelope(text, names, allow_respond)
+            if isinstance(decision, Respond):
+                return decision
+            if isinstance(decision, Invalid):
+                failure = _Failed(None, {}, decision.problem)
+            else:
+                tool = self.by_name[decision.tool]
+                arguments, problem = choose_arguments(tool.name, tool.schema, decision.candidates)
+                if problem is None:
+                    if self.spec.dedupe_tool_calls and self.calls.repeats(tool, arguments):
+                        return Respond()  # the same call again: the model has what it needs
+                    return _Chosen(tool, arguments)
+                failure = _Failed(tool, arguments, problem)
+            repair = (failure.problem, text)
+        return failure
+
+    async def _arguments_step(self, tool: ToolDefinition) -> _Outcome:
+        if is_parameterless(tool.parameters):
+            return _Chosen(tool, {})
+        schema = tool.schema.generation if self.constrained else None
+        repair: Repair | None = None
+        failure = _Failed(tool, {}, NOT_AN_OBJECT)
+        for attempt in range(STEP_TRIES):
+            task = arguments_task(tool, self.labels, repair)
+            request, trimmed = await self._request(TOOL_ARGUMENTS, task, schema)
+            self._start(TOOL_ARGUMENTS, "required", [tool.name], trimmed, attempt > 0)
+            text = await self._generate(request, stop_early=True)
+            found = first_value(text)
+            if isinstance(found, dict):
+                candidates = argument_candidates(found, tool.name)
+                arguments, problem = choose_arguments(tool.name, tool.schema, candidates)
+                if problem is None:
+                    return _Chosen(tool, arguments)
+                failure = _Failed(tool, arguments, problem)
+            else:
+                failure = _Failed(tool, {}, NOT_AN_OBJECT)
+            repair = (failure.problem, text)
+        return failure
+
+    async def _respond_step(self) -> TurnResult:
+        plain = self._plain()
+        task = (
+            "" if plain else respond_task(self.labels, self.spec.prompt, bool(self.calls.records))
+        )
+        request, trimmed = await self._request(RESPOND, task, None, plain=plain)
+        self._start(RESPOND, "disallowed", [], trimmed, False)
+        cleaner = ReplyCleaner(self.labels.assistant)
+        raw = await self._generate(
+            request,
+            on_text=lambda so_far: self.display.show(cleaner.visible(so_far)),
+            on_retry=self.display.restart,
+        )
+        text = cleaner.final(raw)
+        self.display.finish(text)
+        self.entries.append({"kind": "response", "text": text})
+        return self._result(text)
+
+    async def _structured_step(self) -> TurnResult:
+        schema = self.spec.schema
+        assert schema is not None
+        arrays = schema.generation.get("type") == "array"
+        plain = self._plain()
+        repair: Repair | None = None
+        problem = _NO_JSON
+        for attempt in range(STEP_TRIES):
+            task = structured_task(
+                schema.generation, self.labels, self.spec.prompt, plain=plain, repair=repair
+            )
+            request, trimmed = await self._request(STRUCTURED, task, schema.generation, plain=plain)
+            self._start(STRUCTURED, "disallowed", [], trimmed, attempt > 0)
+            partials = PartialEmitter(self.emit, arrays)
+            text = await self._generate(request, on_text=partials, stop_early=True, arrays=arrays)
+            value = _extract(text, arrays, scalar=_is_scalar(schema.generation))
+            if value is not _NOTHING:
+                value = schema.coerce(value)
+                problems = schema.validate(value)
+                if not problems:
+                    ordered = schema.order(value)
+                    self.emit(PartialValue(ordered))
+                    compact = orjson.dumps(ordered).decode()
+                    self.entries.append(
+                        {"kind": "response", "text": compact, "structured": ordered}
+                    )
+                    return self._result(compact, ordered, True)
+                problem = f"the JSON does not match the required form: {join_problems(problems)}"
+            else:
+                problem = _NO_JSON
+            repair = (problem, text)
+        raise ModelError(
+            "generation_failed",
+            f"The structured answer stayed invalid after a repair attempt: {problem}.",
+        )
+
+    # ---- model steps ---------------------------------------------------------------------------
+
+    def _plain(self) -> bool:
+        """A first request with nothing before it: the prompt is sent as it is."""
+        return not self.history and not self.calls.lines and bool(self.spec.prompt.strip())
+
+    def _start(
+        self, kind: str, mode: str, enabled: Sequence[str], trimmed: int, is_repair: bool
+    ) -> None:
+        step = Step(len(self.steps), self.rounds, mode, tuple(enabled), trimmed, kind, is_repair)
+        self.steps.append(step)
+        self.emit(StepStarted(step))
+
+    async def _count(self, text: str) -> int:
+        if text not in self.token_counts:
+            self.token_counts[text] = await self.spec.model.count_tokens(text)
+        return self.token_counts[text]
+
+    async def _request(
+        self, kind: str, task: str, schema: dict[str, Any] | None, *, plain: bool = False
+    ) -> tuple[GenerationRequest, int]:
+        def render(turns: Sequence[HistoryTurn]) -> str:
+            return render_body(
+                turns, self.spec.prompt, self.calls.lines, task, self.labels, plain=plain
+            )
+
+        turns, trimmed = list(self.history), 0
+        if self.spec.trim_history:
+            capabilities = self.spec.model.capabilities
+            budget = capabilities.context_size - self.spec.reserved_response_tokens
+            turns, trimmed = await fit_turns(self.history, self.system, render, budget, self._count)
+        messages = [ChatMessage("system", self.system)] if self.system else []
+        messages.append(ChatMessage("user", render(turns)))
+        sampling = self.spec.sampling
+        if kind in (DECIDE, TOOL_ARGUMENTS):
+            sampling = replace(
+                sampling, temperature=DECISION_TEMPERATURE, max_tokens=DECISION_MAX_TOKENS
+            )
+        request = GenerationRequest(
+            messages=messages,
+            tools=[],
+            tool_mode="none",
+            schema=schema if self.constrained else None,
+            sampling=sampling,
+            kind=kind,
+            turn=TurnSnapshot(self.spec.prompt, tuple(self.calls.outputs)),
+        )
+        return request, trimmed
+
+    async def _generate(self, request: GenerationRequest, **options: Any) -> str:
+        return await run_model_step(
+            self.spec.model,
+            request,
+            self.usage,
+            self.sleep,
+            retry_guardrail=self.spec.retry_guardrail_violations,
+            **options,
+        )
+
+
+_NOTHING = object()
+
+
+def _is_scalar(schema: dict[str, Any]) -> bool:
+    kind = schema.get("type")
+    return isinstance(kind, str) and kind not in ("object", "array")
+
+
+def _extract(text: str, arrays: bool, *, scalar: bool) -> Any:
+    """A structured answer's JSON: the first object (or array); for a scalar schema, the value."""
+    found = first_value(text, arrays=arrays)
+    if found is not None:
+        return found
+    if not scalar:
+        return _NOTHING
+    try:
+        return parse_lenient(json_candidates(text)[0].strip())
+    except LenientJsonError:
+        return _NOTHING
