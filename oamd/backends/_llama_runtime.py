@@ -1,0 +1,188 @@
+"""The blocking side of the embedded llama.cpp backend: one loaded model and what runs on it.
+
+Every function here blocks (loading, tokenizing, compiling grammars, decoding a token) and must
+run in a worker thread, one call at a time; ``oamd.backends.llamacpp`` guarantees both with its
+``CapacityLimiter(1)``. Imports ``llama_cpp`` only when a model is loaded, so the daemon runs
+without the ``local`` extra. The KV cache is llama.cpp's own: ``Llama.generate`` keeps the last
+sequence and re-evaluates only past the longest common prefix, which is why the agent's
+byte-stable system prefix costs nothing after the first step.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from oamd.backends.base import ChatMessage, Sampling
+
+__all__ = ["CHATML_TEMPLATE", "DEFAULT_MAX_OUTPUT_TOKENS", "LlamaRuntime", "llama_cpp_version"]
+
+DEFAULT_MAX_OUTPUT_TOKENS = 512
+"""Output cap of a step whose sampling sets none: a tiny model can ramble to the end of its
+context, which takes minutes on a CPU."""
+
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+"""The template used when a GGUF file carries none."""
+
+GREEDY_TOP_K = 1
+
+
+def llama_cpp_version() -> str | None:
+    """The installed llama-cpp-python version, or ``None`` when it cannot be imported."""
+    try:
+        import llama_cpp
+    except ImportError:
+        return None
+    return str(getattr(llama_cpp, "__version__", "unknown"))
+
+
+def _message(message: ChatMessage) -> dict[str, str]:
+    if message.role == "tool":  # chat templates of small models know no tool role
+        name = message.tool_name or "tool"
+        return {"role": "user", "content": f"Output of {name}: {message.content}"}
+    return {"role": message.role, "content": message.content}
+
+
+class LlamaRuntime:
+    """A loaded GGUF model. Not thread-safe: the caller runs one method at a time."""
+
+    def __init__(
+        self, path: Path, *, context_size: int, threads: int | None, ram_cache_bytes: int = 0
+    ) -> None:
+        """Loads the model (blocking).
+
+        Raises:
+            ImportError: llama-cpp-python is not installed.
+            ValueError: llama.cpp could not load the file.
+        """
+        import llama_cpp
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        threads = threads or max(1, (os.cpu_count() or 1) // 2)
+        self.path = path
+        self.llm = llama_cpp.Llama(
+            model_path=str(path),
+            n_ctx=context_size,
+            n_threads=threads,
+            n_threads_batch=threads,
+            verbose=False,
+        )
+        if ram_cache_bytes > 0:
+            self.llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=ram_cache_bytes))
+        self.context_size = self.llm.n_ctx()
+        eos = self.llm.token_eos()
+        bos = self.llm.token_bos()
+        template = self.llm.metadata.get("tokenizer.chat_template") or CHATML_TEMPLATE
+        self._formatter = Jinja2ChatFormatter(
+            template=template,
+            eos_token=self._token_text(eos),
+            bos_token=self._token_text(bos),
+            stop_token_ids=[eos] if eos >= 0 else None,
+        )
+        self._grammars: dict[bytes, Any] = {}
+
+    def _token_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self.llm.detokenize([token], special=True).decode("utf-8", "replace")
+
+    @property
+    def description(self) -> str:
+        return self.path.name
+
+    def prompt_tokens(self, messages: Sequence[ChatMessage]) -> tuple[list[int], list[str]]:
+        """The chat prompt as tokens, and the stop strings of the template."""
+        result = self._formatter(messages=[_message(m) for m in messages])
+        tokens = self.llm.tokenize(
+            result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True
+        )
+        stops = result.stop if isinstance(result.stop, list) else [result.stop]
+        return tokens, [s for s in stops if s]
+
+    def reusable_prefix(self, tokens: Sequence[int]) -> int:
+        """How many leading prompt tokens the KV cache already holds (what ``generate`` skips)."""
+        shared = _shared_length(self.llm.input_ids[: self.llm.n_tokens].tolist(), tokens)
+        if shared == len(tokens) and shared:
+            shared -= 1  # the last prompt token is decoded again to get fresh logits
+        cache = self.llm.cache
+        if cache is not None and tokens:
+            try:
+                state = cache[list(tokens)]
+            except KeyError:
+                return shared
+            saved = _shared_length(state.input_ids.tolist(), tokens)
+            shared = max(shared, min(saved, len(tokens) - 1))
+        return shared
+
+    def grammar(self, schema: dict[str, Any]) -> Any | None:
+        """A GBNF grammar for ``schema`` (compiled once per schema), or ``None`` when llama.cpp's
+        converter cannot express it; the step then runs unconstrained."""
+        from llama_cpp import LlamaGrammar
+
+        key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+        if key not in self._grammars:
+            try:
+                self._grammars[key] = LlamaGrammar.from_json_schema(key.decode(), verbose=False)
+            except Exception:  # the converter raises bare errors on unsupported keywords
+                self._grammars[key] = None
+        return self._grammars[key]
+
+    def start(
+        self,
+        tokens: list[int],
+        stops: list[str],
+        sampling: Sampling,
+        grammar: Any | None,
+    ) -> Iterator[dict[str, Any]]:
+        """The streamed completion chunks of one step; each ``next`` decodes about one token."""
+        options: dict[str, Any] = {}
+        if sampling.greedy:
+            options["temperature"] = 0.0
+            options["top_k"] = GREEDY_TOP_K
+        else:
+            if sampling.temperature is not None:
+                options["temperature"] = sampling.temperature
+            if sampling.top_k is not None:
+                options["top_k"] = sampling.top_k
+            if sampling.top_p is not None:
+                options["top_p"] = sampling.top_p
+        if sampling.seed is not None:
+            options["seed"] = sampling.seed
+        max_tokens = sampling.max_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+        max_tokens = min(max_tokens, self.context_size - len(tokens))
+        return self.llm.create_completion(
+            tokens,
+            max_tokens=max_tokens,
+            stop=stops,
+            stream=True,
+            grammar=grammar,
+            **options,
+        )
+
+    def generated_tokens(self, prompt_length: int) -> int:
+        """Tokens decoded past the prompt by the step that just ran."""
+        return max(0, self.llm.n_tokens - prompt_length)
+
+    def count(self, text: str) -> int:
+        return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def close(self) -> None:
+        self.llm.close()
+
+
+def _shared_length(a: Sequence[int], b: Sequence[int]) -> int:
+    shared = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        shared += 1
+    return shared

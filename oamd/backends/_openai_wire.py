@@ -1,0 +1,370 @@
+"""OpenAI chat-completions wire shapes, without I/O: the request body built from a
+``GenerationRequest``, the events decoded from a streamed (SSE) or whole response, and the
+``ModelError`` a failed response maps to.
+
+``oamd.backends.openai`` owns the HTTP exchange and calls these; keeping them pure lets the
+server differences (``response_format`` forms, ``tool_choice`` forms, ``top_k``) be tested without
+a socket. The error ladder follows the sibling project's table: an error body's ``code``/``type``
+first (``context_length_exceeded`` → ``context_size_exceeded`` …), then the HTTP status (429 →
+``rate_limited`` with ``Retry-After``, 401/403/404 → ``model_unavailable``, 503 → ``busy``, other
+4xx → ``invalid_request``, anything else → ``generation_failed``).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from oamd.backends.base import (
+    ChatMessage,
+    GenerationEvent,
+    GenerationRequest,
+    TextDelta,
+    ToolCallRequest,
+    Usage,
+    estimate_tokens,
+)
+from oamd.errors import MODEL_ERROR_NAMES, ModelError
+
+__all__ = [
+    "JsonMode",
+    "StreamDecoder",
+    "WireOptions",
+    "chat_body",
+    "error_from_body",
+    "error_from_response",
+    "retry_after_seconds",
+]
+
+JsonMode = Literal["json_schema", "json_object", "none"]
+"""How a schema is sent: OpenAI's ``{"type": "json_schema", "json_schema": {…}}``, llama.cpp's
+``{"type": "json_object", "schema": …}``, or not at all."""
+
+MAX_ERROR_MESSAGE_CHARS = 300
+"""Longest part of a server's error text quoted in a ``ModelError`` message."""
+
+_CODE_NAMES = {
+    "content_filter": "guardrail_violation",
+    "guardrail_violation": "guardrail_violation",
+    "refusal": "refusal",
+    "context_length_exceeded": "context_size_exceeded",
+    "context_size_exceeded": "context_size_exceeded",
+    "exceed_context_size_error": "context_size_exceeded",
+    "rate_limited": "rate_limited",
+    "rate_limit_exceeded": "rate_limited",
+    "rate_limit_error": "rate_limited",
+    "model_not_found": "model_unavailable",
+}
+_CONTEXT_PHRASES = (
+    "context length",
+    "context window",
+    "context size",
+    "maximum context",
+    "exceed context",
+    "exceeds the available context",
+)
+_STATUS_TOO_MANY_REQUESTS = 429
+_STATUS_UNAVAILABLE = 503
+_STATUSES_UNAUTHORIZED = (401, 403, 404)
+
+
+@dataclass(frozen=True, slots=True)
+class WireOptions:
+    """What the server accepts, beyond plain chat completions."""
+
+    model: str
+    json_mode: JsonMode = "json_schema"
+    sampling_extensions: bool = False
+    """Send llama.cpp's ``top_k`` (strict servers reject unknown members)."""
+    include_usage: bool = True
+    """Ask for a final usage chunk (``stream_options.include_usage``)."""
+
+
+# ---- requests ---------------------------------------------------------------------------------
+
+
+def _message(message: ChatMessage) -> dict[str, Any]:
+    # Content is always a string: chat templates concatenate it, and None breaks them.
+    out: dict[str, Any] = {"role": message.role, "content": message.content or ""}
+    if message.role == "assistant" and message.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": call.id or f"call_{index}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": orjson.dumps(call.arguments).decode()},
+            }
+            for index, call in enumerate(message.tool_calls)
+        ]
+    if message.role == "tool":
+        if message.tool_call_id is not None:
+            out["tool_call_id"] = message.tool_call_id
+        if message.tool_name is not None:
+            out["name"] = message.tool_name
+    return out
+
+
+def _tool_choice(request: GenerationRequest) -> Any:
+    mode = request.tool_mode
+    if mode == "allowed":
+        return "auto"
+    if mode == "required":
+        if len(request.tools) == 1:  # the same demand, in the form every server understands
+            return {"type": "function", "function": {"name": request.tools[0].name}}
+        return "required"
+    return {"type": "function", "function": {"name": mode}}
+
+
+def _response_format(schema: dict[str, Any], mode: JsonMode) -> dict[str, Any] | None:
+    if mode == "json_object":
+        return {"type": "json_object", "schema": schema}
+    if mode == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "answer", "schema": schema, "strict": False},
+        }
+    return None
+
+
+def chat_body(request: GenerationRequest, options: WireOptions, *, stream: bool) -> dict[str, Any]:
+    """The ``POST /chat/completions`` body for one model step."""
+    body: dict[str, Any] = {
+        "model": options.model,
+        "messages": [_message(m) for m in request.messages],
+        "stream": stream,
+    }
+    if stream and options.include_usage:
+        body["stream_options"] = {"include_usage": True}
+    if request.tools and request.tool_mode != "none":
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                },
+            }
+            for tool in request.tools
+        ]
+        body["tool_choice"] = _tool_choice(request)
+    if request.schema is not None:
+        response_format = _response_format(request.schema, options.json_mode)
+        if response_format is not None:
+            body["response_format"] = response_format
+    sampling = request.sampling
+    if sampling.greedy:
+        body["temperature"] = 0.0
+        if options.sampling_extensions:
+            body["top_k"] = 1
+    else:
+        if sampling.temperature is not None:
+            body["temperature"] = sampling.temperature
+        if sampling.top_k is not None and options.sampling_extensions:
+            body["top_k"] = sampling.top_k
+        if sampling.top_p is not None:
+            body["top_p"] = sampling.top_p
+    if sampling.seed is not None:
+        body["seed"] = sampling.seed
+    if sampling.max_tokens is not None:
+        body["max_tokens"] = sampling.max_tokens
+    return body
+
+
+# ---- responses --------------------------------------------------------------------------------
+
+
+@dataclass
+class _PendingCall:
+    id: str | None = None
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StreamDecoder:
+    """Turns response chunks (SSE ``data:`` payloads, or one whole response) into events.
+
+    Text streams as it comes; tool calls arrive in fragments and are yielded whole by ``finish``,
+    followed by the usage (the server's, or estimated from ``prompt_text`` and the output).
+    """
+
+    prompt_text: str = ""
+    _calls: dict[int, _PendingCall] = field(default_factory=dict)
+    _text: list[str] = field(default_factory=list)
+    _usage: Usage | None = None
+    _fed: bool = False
+
+    @property
+    def started(self) -> bool:
+        """Whether any chunk was fed."""
+        return self._fed
+
+    def feed(self, chunk: Mapping[str, Any]) -> Iterator[GenerationEvent]:
+        """The events of one chunk. Raises ``ModelError`` for an in-band error or refusal."""
+        self._fed = True
+        if "error" in chunk:
+            raise error_from_body(_status_of(chunk["error"]), {}, chunk)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._usage = _usage(usage)
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or choice.get("message") or {}
+            if delta.get("refusal"):
+                raise ModelError("refusal", f"The model refused: {_clip(str(delta['refusal']))}")
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                self._text.append(text)
+                yield TextDelta(text)
+            for index, fragment in enumerate(delta.get("tool_calls") or ()):
+                pending = self._calls.setdefault(fragment.get("index", index), _PendingCall())
+                pending.id = pending.id or fragment.get("id")
+                function = fragment.get("function") or {}
+                name = function.get("name") or ""
+                if name and name != pending.name:  # some servers repeat the name in each part
+                    pending.name += name
+                arguments = function.get("arguments")
+                if isinstance(arguments, str):
+                    pending.arguments.append(arguments)
+                elif isinstance(arguments, dict):
+                    pending.arguments.append(orjson.dumps(arguments).decode())
+            if choice.get("finish_reason") == "content_filter":
+                raise ModelError("guardrail_violation", "The server's content filter stopped it.")
+
+    def finish(self) -> Iterator[GenerationEvent]:
+        """The tool calls gathered, then the usage. Raises ``ModelError`` for a call whose
+        arguments are not a JSON object (``generation_failed``: a retry may fix it)."""
+        for index in sorted(self._calls):
+            pending = self._calls[index]
+            raw = "".join(pending.arguments).strip() or "{}"
+            try:
+                arguments = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                arguments = None
+            if not isinstance(arguments, dict) or not pending.name:
+                raise ModelError(
+                    "generation_failed",
+                    f"The model's call of '{pending.name}' has arguments that are not a JSON "
+                    f"object: {_clip(raw)}",
+                )
+            yield ToolCallRequest(pending.name, arguments, pending.id)
+        if self._usage is not None:
+            yield self._usage
+        else:
+            output = "".join(self._text) + "".join(
+                "".join(p.arguments) for p in self._calls.values()
+            )
+            yield Usage(estimate_tokens(self.prompt_text), 0, estimate_tokens(output))
+
+
+def _usage(raw: Mapping[str, Any]) -> Usage:
+    details = raw.get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Usage(
+        input_tokens=int(raw.get("prompt_tokens") or 0),
+        cached_input_tokens=int(cached or 0),
+        output_tokens=int(raw.get("completion_tokens") or 0),
+    )
+
+
+# ---- errors -----------------------------------------------------------------------------------
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) <= MAX_ERROR_MESSAGE_CHARS:
+        return text
+    return text[: MAX_ERROR_MESSAGE_CHARS - 1] + "…"
+
+
+def _status_of(error: Any) -> int:
+    if isinstance(error, dict) and isinstance(error.get("code"), int):
+        return error["code"]
+    return 500
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """``Retry-After`` as seconds: a number, or an HTTP date from now; ``None`` when absent."""
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds or seconds < 0:  # NaN or in the past
+        return 0.0
+    return seconds
+
+
+def _error_parts(body: Any) -> tuple[str | None, str | None, str]:
+    """``(code, type, message)`` of an OpenAI-style error body (or a bare string)."""
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            code = error.get("code")
+            kind = error.get("type")
+            message = error.get("message") or error.get("detail") or ""
+            return (
+                code if isinstance(code, str) else None,
+                kind if isinstance(kind, str) else None,
+                message if isinstance(message, str) else orjson.dumps(message).decode(),
+            )
+        if isinstance(error, str):
+            return None, None, error
+        detail = body.get("detail")
+        if detail is not None:
+            return None, None, detail if isinstance(detail, str) else orjson.dumps(detail).decode()
+    if isinstance(body, str):
+        return None, None, body
+    return None, None, ""
+
+
+def error_from_body(status: int, headers: Mapping[str, str], body: Any) -> ModelError:
+    """The ``ModelError`` for an error status with its decoded body (JSON or text)."""
+    code, kind, message = _error_parts(body)
+    name = None
+    for candidate in (code, kind):
+        if candidate is None:
+            continue
+        name = _CODE_NAMES.get(candidate)
+        if name is None and candidate in MODEL_ERROR_NAMES:
+            name = candidate
+        if name is not None:
+            break
+    lowered = message.lower()
+    if name is None and any(phrase in lowered for phrase in _CONTEXT_PHRASES):
+        name = "context_size_exceeded"
+    if name is None:
+        if status == _STATUS_TOO_MANY_REQUESTS:
+            name = "rate_limited"
+        elif status in _STATUSES_UNAUTHORIZED:
+            name = "model_unavailable"
+        elif status == _STATUS_UNAVAILABLE:
+            name = "busy"
+        elif 400 <= status < 500:
+            name = "invalid_request"
+        else:
+            name = "generation_failed"
+    text = f"The model server answered HTTP {status}"
+    text += f": {_clip(message)}" if message else "."
+    retry_after = retry_after_seconds(headers) if name in ("rate_limited", "busy") else None
+    return ModelError(name, text, retry_after=retry_after)
+
+
+def error_from_response(status: int, headers: Mapping[str, str], content: bytes) -> ModelError:
+    """The ``ModelError`` for an error response's raw bytes (JSON, or text quoted as is)."""
+    try:
+        body: Any = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        body = content.decode("utf-8", "replace")
+    return error_from_body(status, headers, body)

