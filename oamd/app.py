@@ -10,7 +10,7 @@ from oamd.agent.models import ModelFactory
 from oamd.backends.base import LanguageModel, UnconfiguredModel
 from oamd.backends.scripted import ScriptedModel, parse_script
 from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS, MAX_LINE_BYTES, MAX_SESSIONS
-from oamd.methods import core, session, testing, validate
+from oamd.methods import content, core, decision, npc, session, testing, validate, world
 from oamd.methods.state import BridgeState, DaemonConfig
 from oamd.rpc import Connection, Registry
 from oamd.transport import stdio_stream
@@ -23,6 +23,10 @@ def build_registry(config: DaemonConfig) -> Registry:
     core.register(registry)
     validate.register(registry)
     session.register(registry)
+    npc.register(registry)
+    world.register(registry)
+    decision.register(registry)
+    content.register(registry)
     if config.test_methods:
         testing.register(registry)
     return registry

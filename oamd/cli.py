@@ -1,4 +1,5 @@
-"""The ``oamd`` command: ``stdio`` serves the protocol, ``check`` reports the model, ``version``."""
+"""The ``oamd`` command: ``stdio`` serves the protocol on stdin/stdout, ``serve`` on Unix and
+loopback TCP sockets for many clients, ``check`` reports the model, ``version``."""
 
 from __future__ import annotations
 
@@ -12,12 +13,22 @@ import orjson
 from oamd import __version__
 from oamd.app import default_config, serve_stdio
 from oamd.backends.base import LanguageModel, UnconfiguredModel
-from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS, MAX_LINE_BYTES, MAX_SESSIONS
+from oamd.limits import (
+    AUTH_TIMEOUT_SECONDS,
+    DEFAULT_TOOL_TIMEOUT_SECONDS,
+    MAX_CONCURRENT_GENERATIONS,
+    MAX_CONNECTIONS,
+    MAX_LINE_BYTES,
+    MAX_OUTBOX_BYTES,
+    MAX_SESSIONS,
+)
 from oamd.log import configure_logging
+from oamd.serve import EndpointError, ServeOptions, serve
 
 __all__ = ["main"]
 
 EXIT_UNAVAILABLE = 3
+EXIT_USAGE = 2
 
 
 def _model_from_spec(spec: str | None) -> LanguageModel:
@@ -37,26 +48,88 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--log-format", choices=["json", "console"], default="json")
     parser = argparse.ArgumentParser(prog="oamd", description=__doc__, parents=[common])
     sub = parser.add_subparsers(dest="command", required=True)
-    stdio = sub.add_parser("stdio", parents=[common], help="serve the protocol on stdin/stdout")
-    stdio.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES)
-    stdio.add_argument(
+    serving = argparse.ArgumentParser(add_help=False, parents=[common])
+    serving.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES)
+    serving.add_argument(
         "--no-scripted",
         "--no-scripted-models",
         dest="no_scripted",
         action="store_true",
         help="disable scripted models",
     )
-    stdio.add_argument("--max-sessions", type=int, default=MAX_SESSIONS)
-    stdio.add_argument(
+    serving.add_argument("--max-sessions", type=int, default=MAX_SESSIONS)
+    serving.add_argument(
         "--tool-timeout",
         type=float,
         default=DEFAULT_TOOL_TIMEOUT_SECONDS,
         help="seconds the engine has to answer a tool/call (0 = forever)",
     )
-    stdio.add_argument("--test-methods", action="store_true", help=argparse.SUPPRESS)
+    serving.add_argument("--test-methods", action="store_true", help=argparse.SUPPRESS)
+    sub.add_parser("stdio", parents=[serving], help="serve the protocol on stdin/stdout")
+    _add_serve(sub.add_parser("serve", parents=[serving], help="serve on Unix/TCP sockets"))
     sub.add_parser("check", parents=[common], help="print model availability as JSON")
     sub.add_parser("version", parents=[common], help="print the version")
     return parser
+
+
+def _add_serve(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--unix", action="append", default=[], metavar="PATH", help="a Unix socket (0600)"
+    )
+    p.add_argument(
+        "--tcp", action="append", default=[], metavar="HOST:PORT", help="loopback TCP (port 0: any)"
+    )
+    p.add_argument(
+        "--abstract", action="append", default=[], metavar="NAME", help="a Linux abstract socket"
+    )
+    p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --tcp address")
+    p.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="read the token from PATH, or write a new one there (default: beside the socket)",
+    )
+    p.add_argument(
+        "--require-token", action="store_true", help="ask same-user Unix clients for the token too"
+    )
+    p.add_argument("--ready-file", metavar="PATH", help="also write the ready line to PATH")
+    p.add_argument("--max-connections", type=_positive, default=MAX_CONNECTIONS)
+    p.add_argument(
+        "--max-generations",
+        type=_positive,
+        default=MAX_CONCURRENT_GENERATIONS,
+        help="model generations at once, shared fairly among clients",
+    )
+    p.add_argument("--max-outbox-bytes", type=_positive, default=MAX_OUTBOX_BYTES)
+    p.add_argument(
+        "--auth-timeout",
+        type=float,
+        default=AUTH_TIMEOUT_SECONDS,
+        help="seconds a client has to authenticate",
+    )
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _serve_options(args: argparse.Namespace) -> ServeOptions:
+    return ServeOptions(
+        unix=args.unix,
+        tcp=args.tcp,
+        abstract=args.abstract,
+        allow_remote=args.allow_remote,
+        token_file=args.token_file,
+        require_token=args.require_token,
+        ready_file=args.ready_file,
+        max_connections=args.max_connections,
+        max_generations=args.max_generations,
+        max_outbox_bytes=args.max_outbox_bytes,
+        max_line_bytes=args.max_line_bytes,
+        auth_timeout=args.auth_timeout,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,6 +150,15 @@ def main(argv: list[str] | None = None) -> int:
         max_sessions=args.max_sessions,
         tool_timeout=args.tool_timeout,
     )
+    if args.command == "serve":
+        try:
+            anyio.run(serve, config, _serve_options(args))
+        except EndpointError as exc:
+            sys.stderr.write(f"oamd serve: {exc}\n")
+            return EXIT_USAGE
+        except KeyboardInterrupt:  # a second Ctrl-C during the drain
+            return 130
+        return 0
     try:
         anyio.run(lambda: serve_stdio(config, max_line_bytes=args.max_line_bytes))
     except KeyboardInterrupt:

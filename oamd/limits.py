@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 __all__ = [
+    "AUTH_TIMEOUT_SECONDS",
     "DEFAULT_TOOL_TIMEOUT_SECONDS",
+    "DRAIN_SECONDS",
+    "MAX_CONCURRENT_GENERATIONS",
+    "MAX_CONNECTIONS",
     "MAX_ID_CHARS",
     "MAX_LINE_BYTES",
     "MAX_NPCS",
+    "MAX_OUTBOX_BYTES",
     "MAX_SAFE_INTEGER",
     "MAX_SESSIONS",
     "MAX_SUBSCRIPTIONS",
     "MAX_TIMEOUT_SECONDS",
     "MAX_TOOL_NAME_CHARS",
     "MAX_WORLDS",
+    "OUTBOX_HIGH_WATER_BYTES",
     "PROTOCOL_VERSION",
     "RECOMMENDED_MAX_TOOLS",
     "SHUTDOWN_GRACE_SECONDS",
@@ -60,3 +66,26 @@ SHUTDOWN_GRACE_SECONDS = 2.0
 
 WRITE_GRACE_SECONDS = 2.0
 """How long the last writes of a closing connection may take before they are abandoned."""
+
+OUTBOX_HIGH_WATER_BYTES = 1 << 20
+"""Bytes waiting to be written above which a connection stops reading until they are written."""
+
+MAX_OUTBOX_BYTES = 64 * 1024 * 1024
+"""``oamd serve``: bytes waiting for a client that does not read; past it the client is disconnected
+(``--max-outbox-bytes``). stdio is not cut off: its peer is the parent process."""
+
+MAX_CONNECTIONS = 16
+"""``oamd serve``: clients served at once (``--max-connections``); one more gets a single -32055
+``limit_reached`` error line and is disconnected."""
+
+MAX_CONCURRENT_GENERATIONS = 4
+"""``oamd serve``: model generations running at once across all clients (``--max-generations``);
+the rest wait, and free slots go to the waiting clients in turn."""
+
+AUTH_TIMEOUT_SECONDS = 10.0
+"""``oamd serve``: how long a client that must authenticate may take to send its ``initialize``
+before it is disconnected."""
+
+DRAIN_SECONDS = 5.0
+"""``oamd serve``: on SIGTERM/SIGINT, how long cancelled turns may take to answer and connections
+to flush before the daemon exits anyway."""

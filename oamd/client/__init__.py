@@ -1,6 +1,14 @@
 """An async client of the bridge protocol, for tests, benches, the demo and Python hosts."""
 
 from oamd.client._client import Client, RpcError, ToolHandler
-from oamd.client._connect import connect_stdio, connect_stream
+from oamd.client._connect import connect_stdio, connect_stream, connect_tcp, connect_unix
 
-__all__ = ["Client", "RpcError", "ToolHandler", "connect_stdio", "connect_stream"]
+__all__ = [
+    "Client",
+    "RpcError",
+    "ToolHandler",
+    "connect_stdio",
+    "connect_stream",
+    "connect_tcp",
+    "connect_unix",
+]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from oamd import __version__
 from oamd.errors import InvalidParams
@@ -20,6 +20,9 @@ class _InitializeParams(BaseModel):
     model_config = ConfigDict(extra="allow")
     client: dict[str, Any] | None = None
     protocolVersion: str | None = None
+    auth: Any = Field(default=None, repr=False, exclude=True)
+    """The socket token (``oamd serve``). The connection's gate checked it before this handler
+    runs; here it is accepted and dropped — never echoed, never logged."""
 
 
 _INITIALIZE = TypeAdapter(_InitializeParams)

@@ -15,6 +15,13 @@ Lifecycle: running → shut down (``shutdown`` received: later requests fail -32
 request already received is still answered (as the reference does); ``tool/call``s that can no
 longer be answered fail at once. Closing cancels what is left, lets it answer within
 ``SHUTDOWN_GRACE_SECONDS``, flushes, and returns from ``run``.
+
+Sockets (``oamd serve``) set three options; stdio sets none and its per-line path is unchanged.
+``gate`` is consulted with each message until one is admitted (the authentication handshake):
+until then nothing is dispatched, and a refused message is answered with the gate's error and
+closes the connection. ``hangup_on_eof``: end of input means the peer is gone, so nothing more is
+written, ``tool/call``s still waiting are dropped and every in-flight request is cancelled.
+``max_outbox_bytes``: a peer that stops reading while more than that waits is disconnected.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from oamd.errors import (
 from oamd.limits import (
     MAX_LINE_BYTES,
     MAX_SAFE_INTEGER,
+    OUTBOX_HIGH_WATER_BYTES,
     SHUTDOWN_GRACE_SECONDS,
     WRITE_GRACE_SECONDS,
 )
@@ -51,7 +59,7 @@ from oamd.rpc.outbox import Outbox
 from oamd.rpc.registry import Deferred, Registry, Request, Result
 from oamd.transport.framing import LineFramer, OversizedLine
 
-__all__ = ["Connection", "Lifecycle", "PendingCall"]
+__all__ = ["Connection", "Gate", "Lifecycle", "PendingCall"]
 
 log = structlog.get_logger("oamd.rpc")
 
@@ -63,6 +71,11 @@ EOF_DRAIN_SECONDS = 600.0
 """After end of input, how long received requests may take to finish before they are cancelled."""
 
 _CLIENT_GONE_REPLY = Message(None, None, {}, None, {"message": "The client closed its input."})
+
+Gate = Callable[[Any], None]
+"""Judges a message that arrived before one was admitted: the decoded JSON value (``None`` when the
+line is not JSON or is too long). Returning admits it, and every later message, unchecked; raising
+an ``OamdError`` refuses the connection (the error goes out with ``InvalidMessage.echo_id``)."""
 
 _current_work: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "oamd_current_work", default=None
@@ -112,11 +125,16 @@ class Connection:
         *,
         max_line_bytes: int = MAX_LINE_BYTES,
         on_close: Callable[[], Awaitable[None]] | None = None,
+        gate: Gate | None = None,
+        hangup_on_eof: bool = False,
+        max_outbox_bytes: float = float("inf"),
     ) -> None:
         self.registry = registry
         self._handlers = registry.handlers
         self.state = state
-        self.outbox = Outbox(stream)
+        self.outbox = Outbox(
+            stream, min(OUTBOX_HIGH_WATER_BYTES, max_outbox_bytes // 2), max_outbox_bytes
+        )
         self.lifecycle = Lifecycle.RUNNING
         self._stream = stream
         self._framer = LineFramer(max_line_bytes)
@@ -131,6 +149,11 @@ class Connection:
         self._outgoing_ids = itertools.count(1)
         self._close_after_reply = False
         self._input_closed = False
+        self._gate = gate
+        self._hangup_on_eof = hangup_on_eof
+        self._on_line: Callable[[bytes], None] = (
+            self._dispatch_line if gate is None else self._gated_line
+        )
 
     # ---- serving -------------------------------------------------------------------------
 
@@ -145,10 +168,12 @@ class Connection:
                 await self._read_loop()
                 # end of input: like the reference, answer everything already received first
                 self._input_closed = True
+                if self._hangup_on_eof:
+                    self.outbox.discard()  # the peer is gone: _close cancels what is left
                 for call in list(self._outgoing.values()):
                     call.resolve(_CLIENT_GONE_REPLY)
                 self._outgoing.clear()
-                with anyio.move_on_after(EOF_DRAIN_SECONDS):
+                with anyio.move_on_after(0 if self._hangup_on_eof else EOF_DRAIN_SECONDS):
                     while self._in_flight:
                         self._in_flight_changed = anyio.Event()
                         await self._in_flight_changed.wait()
@@ -166,7 +191,7 @@ class Connection:
                 return
             for line in feed(chunk):
                 if type(line) is bytes:
-                    self._dispatch_line(line)
+                    self._on_line(line)
                 else:
                     self._reject_oversized(line)
             if outbox.over_high_water:
@@ -208,7 +233,32 @@ class Connection:
         else:
             self._dispatch(msg.method, msg.id, msg.params)
 
+    def _gated_line(self, line: bytes | None) -> None:
+        """Before admission: the gate sees each message; nothing reaches a handler until it agrees."""
+        assert self._gate is not None
+        try:
+            obj = None if line is None else _loads(line)
+        except JSONDecodeError:
+            if not line or line.isspace():
+                return
+            obj = None
+        try:
+            self._gate(obj)
+        except OamdError as exc:
+            self._send_error(getattr(exc, "echo_id", None), to_wire_error(exc))
+            self._on_line = _ignore_line  # the rest of this chunk is not looked at
+            self._reader_scope.cancel()
+            return
+        self._on_line = self._dispatch_line
+        if line is not None:
+            self._dispatch_line(line)
+
     def _reject_oversized(self, line: OversizedLine) -> None:
+        if self._on_line is _ignore_line:
+            return
+        if self._on_line == self._gated_line:
+            self._gated_line(None)  # before admission, too long is refused like garbage
+            return
         log.warning("line_too_long", size=line.size, limit=self._max_line_bytes)
         self._send_error(
             None,
@@ -317,6 +367,10 @@ class Connection:
         if self.lifecycle is Lifecycle.RUNNING:
             self.lifecycle = Lifecycle.SHUT_DOWN
 
+    def stop_reading(self) -> None:
+        """Stops reading at once; ``run`` then closes as at end of input (``oamd serve`` drains)."""
+        self._reader_scope.cancel()
+
     def close_after_reply(self) -> None:
         """Closes the connection as soon as the next deferred response has been queued."""
         self._close_after_reply = True
@@ -350,6 +404,10 @@ class Connection:
                     log.exception("on_close_failed")
             with anyio.move_on_after(WRITE_GRACE_SECONDS):
                 await self.outbox.flush()
+
+
+def _ignore_line(line: bytes) -> None:
+    return None
 
 
 def _log_notification_error(method: str | None, exc: BaseException) -> None:

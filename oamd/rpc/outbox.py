@@ -3,7 +3,9 @@
 ``send`` encodes and queues a message and returns at once; one writer task writes everything
 queued since its last wake-up in a single transport write, so a burst of replies to a pipelined
 chunk costs one system call. A transport that breaks makes the outbox drop further messages and
-report it once through ``broken``.
+report it once through ``broken``. So does a peer that stops reading: when more than ``max_bytes``
+wait to be written (the hard limit; the reader already pauses past ``high_water``), the queue is
+dropped and the outbox reports itself broken, so memory stays bounded.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import anyio
 import structlog
 from anyio.abc import ByteSendStream
 
+from oamd.limits import OUTBOX_HIGH_WATER_BYTES
 from oamd.rpc.envelope import encode
 
 __all__ = ["Outbox"]
@@ -22,7 +25,12 @@ log = structlog.get_logger("oamd.rpc")
 
 
 class Outbox:
-    def __init__(self, stream: ByteSendStream, high_water: int = 1 << 20) -> None:
+    def __init__(
+        self,
+        stream: ByteSendStream,
+        high_water: int = OUTBOX_HIGH_WATER_BYTES,
+        max_bytes: float = float("inf"),
+    ) -> None:
         self._stream = stream
         self._queue: list[bytes] = []
         self._queued_bytes = 0
@@ -31,6 +39,7 @@ class Outbox:
         self._idle = anyio.Event()
         self._idle.set()
         self._high_water = high_water
+        self._max_bytes = max_bytes
         self.broken = anyio.Event()
         """Set when the transport failed; nothing more is written."""
         self._broken = False  # mirrors broken.is_set() for the hot path
@@ -42,11 +51,26 @@ class Outbox:
         line = encode(message)
         self._queue.append(line)
         self._queued_bytes += len(line)
+        if self._queued_bytes > self._max_bytes:
+            self._overflow()
+            return
         if not self._woken:
             self._woken = True
             self._wakeup.set()
             if self._idle.is_set():
                 self._idle = anyio.Event()
+
+    def discard(self) -> None:
+        """Drops what is queued and everything sent later (the peer is gone); reports ``broken``."""
+        self._queue.clear()
+        self._queued_bytes = 0
+        self._broken = True
+        self.broken.set()
+        self._idle.set()
+
+    def _overflow(self) -> None:
+        log.warning("peer_not_reading", queued_bytes=self._queued_bytes, limit=self._max_bytes)
+        self.discard()
 
     @property
     def over_high_water(self) -> bool:

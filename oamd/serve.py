@@ -1,0 +1,389 @@
+"""``oamd serve``: the protocol for many clients at once, on Unix sockets and loopback TCP.
+
+Isolation. Each connection is served the way ``oamd stdio`` serves its one client: its own
+``Connection`` (reader, outbox, in-flight work) and its own ``BridgeState`` (sessions, NPCs, worlds,
+subscriptions), so two clients using the same session ids never see each other. Sharing. The model
+backends are shared; their generations go through one ``FairGenerations`` limiter that serves
+waiting clients in turn (see ``oamd._fair`` for why a fair limiter and not a per-connection bound).
+
+Authentication. A TCP client, and a Unix client whose uid (``SO_PEERCRED``) is not ours, must make
+``initialize`` with ``params.auth`` = the token its first message; anything else first, or a wrong
+token (compared in constant time), is answered -32600 ``invalid_message`` and the connection
+closes, as does silence past ``AUTH_TIMEOUT_SECONDS``. A same-uid Unix peer is trusted (the kernel
+vouches for it; a socket file is 0600 anyway) unless ``--require-token``.
+
+Limits: ``--max-connections`` clients (one more gets one ``limit_reached`` line and is closed), the
+per-connection session/NPC/world limits of the protocol, ``--max-outbox-bytes`` waiting for a
+client that does not read (then it is disconnected). Lifecycle: running → draining (SIGTERM or
+SIGINT: stop accepting; every connection shuts down as on ``shutdown`` — its turns are cancelled
+and answer -32009, later requests -32023 — and is flushed and closed, within ``DRAIN_SECONDS``)
+→ closed, then the process exits 0. A client that disconnects has its work cancelled at once and
+nothing more is written to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import hmac
+import itertools
+import os
+import signal
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import anyio
+import orjson
+import structlog
+from anyio.abc import ByteStream, TaskGroup, TaskStatus
+
+from oamd._fair import FairGenerations
+from oamd.app import build_registry
+from oamd.errors import InvalidMessage
+from oamd.limits import (
+    AUTH_TIMEOUT_SECONDS,
+    DRAIN_SECONDS,
+    MAX_CONCURRENT_GENERATIONS,
+    MAX_CONNECTIONS,
+    MAX_LINE_BYTES,
+    MAX_OUTBOX_BYTES,
+    MAX_SAFE_INTEGER,
+    WRITE_GRACE_SECONDS,
+)
+from oamd.methods.state import BridgeState, DaemonConfig
+from oamd.rpc import Connection, Registry, Request, Result, error_object
+from oamd.rpc.envelope import encode
+from oamd.transport.sockets import (
+    Endpoint,
+    EndpointError,
+    PrivateFiles,
+    open_abstract,
+    open_tcp,
+    open_unix,
+    parse_host_port,
+    peer_uid,
+)
+
+__all__ = ["EndpointError", "ServeOptions", "Server", "serve"]
+
+log = structlog.get_logger("oamd.serve")
+
+ACCEPT_RETRY_SECONDS = 0.1
+"""Pause after a failed ``accept`` (out of file descriptors) before accepting again."""
+
+LINGER_SECONDS = 1.0
+"""After refusing a client: how long to keep reading (and dropping) what it still sends, so the
+refusal reaches it instead of a connection reset."""
+
+LINGER_BYTES = 1 << 20
+"""…and how many bytes at most."""
+
+
+@dataclass
+class ServeOptions:
+    """What ``oamd serve`` listens on and how it guards it (the command-line flags)."""
+
+    unix: list[str] = field(default_factory=list)
+    tcp: list[str] = field(default_factory=list)
+    abstract: list[str] = field(default_factory=list)
+    allow_remote: bool = False
+    token_file: str | None = None
+    require_token: bool = False
+    """Ask same-uid Unix peers for the token too."""
+    ready_file: str | None = None
+    max_connections: int = MAX_CONNECTIONS
+    max_generations: int = MAX_CONCURRENT_GENERATIONS
+    max_outbox_bytes: int = MAX_OUTBOX_BYTES
+    max_line_bytes: int = MAX_LINE_BYTES
+    auth_timeout: float = AUTH_TIMEOUT_SECONDS
+
+
+class ServerState(enum.Enum):
+    RUNNING = "running"
+    DRAINING = "draining"
+    CLOSED = "closed"
+
+
+class _TokenGate:
+    """The connection's gate: admits only ``initialize`` carrying the right ``auth``."""
+
+    __slots__ = ("_token", "admitted")
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode()
+        self.admitted = anyio.Event()
+
+    def __call__(self, message: Any) -> None:
+        msg_id: Any = None
+        if type(message) is dict:
+            raw_id = message.get("id")
+            if type(raw_id) is str or (type(raw_id) is int and abs(raw_id) <= MAX_SAFE_INTEGER):
+                msg_id = raw_id
+            params = message.get("params")
+            if (
+                message.get("method") == "initialize"
+                and message.get("jsonrpc") == "2.0"
+                and msg_id is not None
+                and type(params) is dict
+                and type(params.get("auth")) is str
+            ):
+                offered = params["auth"].encode("utf-8", "surrogatepass")
+                if hmac.compare_digest(offered, self._token):
+                    self.admitted.set()
+                    return
+                raise _refusal(
+                    "Authentication failed: the token in 'auth' is wrong.", msg_id, "invalid"
+                )
+        raise _refusal(
+            "Authentication required: the first message must be an 'initialize' request "
+            "carrying the daemon's token in params 'auth'.",
+            msg_id,
+            "required",
+        )
+
+
+def _refusal(message: str, msg_id: Any, reason: str) -> InvalidMessage:
+    error = InvalidMessage(message, auth=reason)
+    error.echo_id = msg_id
+    return error
+
+
+@dataclass
+class _Client:
+    conn: Connection
+    state: BridgeState
+
+
+class Server:
+    """Serves ``config`` on the endpoints of ``options`` until SIGTERM/SIGINT (``run``)."""
+
+    def __init__(self, config: DaemonConfig, options: ServeOptions) -> None:
+        self.config = config
+        self.options = options
+        self.state = ServerState.RUNNING
+        self.endpoints: list[Endpoint] = []
+        self.registry = self._registry()
+        self._fair = FairGenerations(options.max_generations)
+        self._files = PrivateFiles()
+        self._token = ""
+        self._ids = itertools.count(1)
+        self._clients: dict[int, _Client] = {}
+        self._clients_changed = anyio.Event()
+        self._stop = anyio.Event()
+
+    def _registry(self) -> Registry:
+        registry = build_registry(self.config)
+        if self.config.test_methods:
+            registry.register("test/serverStats", self._stats)
+        return registry
+
+    def _stats(self, req: Request) -> Result:
+        """``test/serverStats`` → live connections, asyncio tasks and open fds of the daemon."""
+        fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else -1
+        tasks = len(asyncio.all_tasks())
+        return Result({"connections": len(self._clients), "tasks": tasks, "fds": fds})
+
+    # ---- start ---------------------------------------------------------------------------------
+
+    async def open(self) -> dict[str, Any]:
+        """Binds every endpoint and prepares the token; returns the ready line's object.
+
+        Raises:
+            EndpointError: an endpoint or the token file cannot be used safely.
+        """
+        o = self.options
+        if not (o.unix or o.tcp or o.abstract):
+            raise EndpointError(
+                "nothing to serve: give --unix PATH, --tcp HOST:PORT or --abstract."
+            )
+        try:
+            for path in o.unix:
+                self.endpoints.append(await open_unix(path))
+            for name in o.abstract:
+                self.endpoints.append(await open_abstract(name))
+            for spec in o.tcp:
+                host, port = parse_host_port(spec)
+                self.endpoints.append(await open_tcp(host, port, allow_remote=o.allow_remote))
+            token_file = o.token_file or self._files.default_token_path(o.unix)
+            self._token = self._files.token(token_file)
+        except BaseException:
+            await self._close_endpoints()
+            raise
+        return {
+            "event": "ready",
+            "pid": os.getpid(),
+            "endpoints": [e.address for e in self.endpoints],
+            "tokenFile": token_file,
+        }
+
+    # ---- serving -------------------------------------------------------------------------------
+
+    async def run(
+        self, *, task_status: TaskStatus[dict[str, Any]] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Serves until a signal (or ``stop``), drains, cleans up. Reports the ready object."""
+        try:
+            ready = await self.open()
+            async with anyio.create_task_group() as connections:
+                async with anyio.create_task_group() as accepting:
+                    await accepting.start(self._watch_signals)
+                    for endpoint in self.endpoints:
+                        accepting.start_soon(self._accept, endpoint, connections)
+                    self._announce(ready)
+                    task_status.started(ready)
+                    await self._stop.wait()
+                    accepting.cancel_scope.cancel()
+                await self._drain()
+                connections.cancel_scope.cancel()
+        finally:
+            self.state = ServerState.CLOSED
+            with anyio.CancelScope(shield=True):
+                await self._close_endpoints()
+            self._files.remove()
+
+    def stop(self) -> None:
+        """Begins the drain (what SIGTERM and SIGINT do)."""
+        self._stop.set()
+
+    def _announce(self, ready: dict[str, Any]) -> None:
+        line = orjson.dumps(ready).decode() + "\n"
+        if self.options.ready_file:
+            self._files.write_ready(self.options.ready_file, line)
+        sys.stderr.write(line)
+        sys.stderr.flush()
+
+    async def _watch_signals(self, *, task_status: TaskStatus[None]) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started()
+            async for signum in signals:
+                log.info("draining", signal=signal.Signals(signum).name)
+                self.stop()
+                return
+
+    async def _accept(self, endpoint: Endpoint, connections: TaskGroup) -> None:
+        while True:
+            try:
+                stream = await endpoint.listener.accept()
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+            except OSError as exc:  # EMFILE and friends: let connections close, then go on
+                log.warning("accept_failed", endpoint=endpoint.address, error=repr(exc))
+                await anyio.sleep(ACCEPT_RETRY_SECONDS)
+                continue
+            connections.start_soon(self._serve_client, stream, endpoint.kind)
+
+    async def _serve_client(self, stream: ByteStream, kind: str) -> None:
+        async with stream:
+            if len(self._clients) >= self.options.max_connections:
+                await self._turn_away(stream)
+                return
+            key = next(self._ids)
+            gate = None if self._trusted(stream, kind) else _TokenGate(self._token)
+            state = BridgeState(
+                replace(self.config, models=self._fair.models_for(self.config.models, key))
+            )
+
+            async def on_close() -> None:
+                state.cancel_all_work()
+
+            conn = Connection(
+                stream,
+                self.registry,
+                state,
+                max_line_bytes=self.options.max_line_bytes,
+                on_close=on_close,
+                gate=gate,
+                hangup_on_eof=True,
+                max_outbox_bytes=self.options.max_outbox_bytes,
+            )
+            self._clients[key] = _Client(conn, state)
+            try:
+                async with anyio.create_task_group() as tg:
+                    if gate is not None:
+                        tg.start_soon(self._auth_deadline, gate, conn, self.options.auth_timeout)
+                    await conn.run()
+                    tg.cancel_scope.cancel()
+                if gate is not None and not gate.admitted.is_set():
+                    await _linger(stream)
+            finally:
+                del self._clients[key]
+                self._clients_changed.set()
+
+    def _trusted(self, stream: ByteStream, kind: str) -> bool:
+        if kind == "tcp" or self.options.require_token:
+            return False
+        return peer_uid(stream) == os.getuid()
+
+    @staticmethod
+    async def _auth_deadline(gate: _TokenGate, conn: Connection, seconds: float) -> None:
+        with anyio.move_on_after(seconds):
+            await gate.admitted.wait()
+            return
+        log.info("auth_timeout")
+        conn.stop_reading()
+
+    async def _turn_away(self, stream: ByteStream) -> None:
+        limit = self.options.max_connections
+        error = error_object(
+            "limit_reached",
+            f"Too many connections: this daemon serves at most {limit} clients at once.",
+            {"limit": limit},
+        )
+        log.warning("connection_limit", limit=limit)
+        with anyio.move_on_after(WRITE_GRACE_SECONDS):
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                await stream.send(encode({"jsonrpc": "2.0", "id": None, "error": error}))
+        await _linger(stream)
+
+    # ---- stop ----------------------------------------------------------------------------------
+
+    async def _drain(self) -> None:
+        self.state = ServerState.DRAINING
+        await self._close_endpoints()  # stop accepting before anything else
+        with anyio.move_on_after(DRAIN_SECONDS):
+            async with anyio.create_task_group() as tg:
+                for client in list(self._clients.values()):
+                    tg.start_soon(self._drain_client, client)
+            while self._clients:
+                self._clients_changed = anyio.Event()
+                await self._clients_changed.wait()
+
+    @staticmethod
+    async def _drain_client(client: _Client) -> None:
+        client.conn.begin_shutdown()  # later requests fail -32023
+        client.state.cancel_all_work()
+        await client.conn.cancel_all()  # running turns answer -32009
+        client.conn.stop_reading()  # run() then flushes and closes
+
+    async def _close_endpoints(self) -> None:
+        for endpoint in self.endpoints:
+            try:
+                await endpoint.aclose()
+            except Exception:
+                log.exception("endpoint_close_failed", endpoint=endpoint.address)
+        self.endpoints.clear()
+
+
+async def _linger(stream: ByteStream) -> None:
+    """Half-closes, then reads and drops what the peer still sends, until it closes or a bound."""
+    with (
+        anyio.move_on_after(LINGER_SECONDS),
+        contextlib.suppress(
+            anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError
+        ),
+    ):
+        await stream.send_eof()
+        received = 0
+        while received < LINGER_BYTES:
+            received += len(await stream.receive())
+
+
+async def serve(config: DaemonConfig, options: ServeOptions) -> None:
+    """Runs ``oamd serve`` until SIGTERM/SIGINT, then drains and returns.
+
+    Raises:
+        EndpointError: an endpoint or the token file cannot be used safely.
+    """
+    await Server(config, options).run()

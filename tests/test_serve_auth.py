@@ -1,0 +1,174 @@
+"""``oamd serve`` authentication: the token in ``initialize``'s ``auth``, and the same-uid rule."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import anyio
+import pytest
+from serve_harness import line, read_line, read_to_end, serve
+
+from oamd.client import RpcError
+
+pytestmark = pytest.mark.anyio
+
+
+def refused(reply: dict | None, reason: str) -> bool:
+    assert reply is not None
+    error = reply["error"]
+    assert (error["code"], error["data"]["code"]) == (-32600, "invalid_message")
+    assert error["data"]["auth"] == reason
+    return True
+
+
+async def test_a_tcp_client_with_the_token_is_served():
+    async with serve() as daemon, daemon.connect("tcp") as client:
+        with anyio.fail_after(5):
+            assert client.initialized["protocolVersion"] == "1.0"
+            assert await client.request("ping") == {}
+
+
+async def test_a_tcp_client_without_the_token_is_refused_and_disconnected():
+    async with serve() as daemon:
+        stream = await daemon.raw("tcp")
+        async with stream:
+            with anyio.fail_after(5):
+                await stream.send(line({"jsonrpc": "2.0", "id": 1, "method": "initialize"}))
+                reply = await read_line(stream)
+                assert refused(reply, "required")
+                assert reply["id"] == 1
+                assert "token" in reply["error"]["message"]
+                assert await read_to_end(stream) == b""
+
+
+async def test_a_wrong_token_is_refused_without_echoing_it():
+    async with serve() as daemon:
+        with anyio.fail_after(5), pytest.raises(RpcError) as caught:
+            async with daemon.connect("tcp", token="not-the-token"):
+                pass
+        assert caught.value.data == {"code": "invalid_message", "auth": "invalid"}
+        assert "not-the-token" not in caught.value.message
+        assert all("not-the-token" not in text for text in daemon.log)
+        assert all(daemon.token not in text for text in daemon.log)
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        line({"jsonrpc": "2.0", "id": 7, "method": "ping"}),
+        line({"jsonrpc": "2.0", "method": "initialize", "params": {"auth": "x"}}),
+        b"not json\n",
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"auth":5}}\n',
+    ],
+)
+async def test_anything_but_an_authenticated_initialize_first_closes_the_connection(first):
+    async with serve() as daemon:
+        stream = await daemon.raw("tcp")
+        async with stream:
+            with anyio.fail_after(5):
+                # a valid request pipelined behind the bad first line must not be served
+                await stream.send(first + line({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+                reply = await read_line(stream)
+                assert refused(reply, "required")
+                assert reply["id"] in (None, 1, 7)
+                assert await read_to_end(stream) == b""
+
+
+async def test_a_client_that_never_authenticates_is_disconnected_after_the_timeout():
+    async with serve("--auth-timeout", "0.2") as daemon:
+        stream = await daemon.raw("tcp")
+        async with stream:
+            with anyio.fail_after(5):
+                assert await read_to_end(stream) == b""
+
+
+async def test_the_token_file_is_private_and_holds_a_long_random_token():
+    async with serve() as daemon:
+        assert os.stat(daemon.ready["tokenFile"]).st_mode & 0o777 == 0o600
+        assert len(daemon.token) >= 40
+        token_file = daemon.ready["tokenFile"]
+    assert not os.path.exists(token_file)  # it made the file, so it removes it
+
+
+async def test_an_existing_token_file_is_used_and_kept(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text("my-shared-secret\n")
+    token_file.chmod(0o600)
+    async with serve("--token-file", str(token_file)) as daemon:
+        async with daemon.connect("tcp", token="my-shared-secret") as client:
+            with anyio.fail_after(5):
+                assert await client.request("ping") == {}
+    assert token_file.read_text() == "my-shared-secret\n"
+
+
+async def test_a_token_file_others_can_read_is_refused(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text("secret\n")
+    token_file.chmod(0o644)
+    argv = [sys.executable, "-m", "oamd", "serve", "--tcp", "127.0.0.1:0"]
+    result = await anyio.run_process(
+        [*argv, "--token-file", str(token_file)], check=False, stdin=subprocess.DEVNULL
+    )
+    assert result.returncode == 2
+    assert b"chmod 600" in result.stderr
+
+
+async def test_a_same_uid_unix_client_needs_no_token():
+    async with serve() as daemon, daemon.connect("unix", token=None) as client:
+        with anyio.fail_after(5):
+            assert await client.request("ping") == {}
+
+
+async def test_with_require_token_a_same_uid_unix_client_must_authenticate():
+    async with serve("--require-token") as daemon:
+        with anyio.fail_after(5):
+            with pytest.raises(RpcError) as caught:
+                async with daemon.connect("unix", token=None):
+                    pass
+            assert caught.value.data["auth"] == "required"
+            async with daemon.connect("unix") as client:
+                assert await client.request("ping") == {}
+
+
+OTHER_UID_CLIENT = """
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect("\\0" + sys.argv[1])
+params = {"auth": sys.argv[2]} if len(sys.argv) > 2 else {}
+s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}).encode() + b"\\n")
+s.sendall(b'{"jsonrpc":"2.0","id":2,"method":"ping"}\\n')
+data = b""
+while data.count(b"\\n") < 2:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+print(json.dumps([json.loads(x) for x in data.splitlines()]))
+"""
+
+
+SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin:/bin")
+"""A Python another user can run (the venv may sit in root's home); the client needs only stdlib."""
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.geteuid() != 0 or SYSTEM_PYTHON is None,
+    reason="needs root (to run a client under another uid) and a system python3",
+)
+async def test_a_unix_client_of_another_uid_must_present_the_token():
+    name = f"oamd-test-{os.getpid()}"
+    async with serve("--abstract", name, unix=False) as daemon:
+        argv = [SYSTEM_PYTHON, "-I", "-c", OTHER_UID_CLIENT, name]
+        with anyio.fail_after(10):
+            without = await anyio.run_process(argv, user=65534, check=False)
+            assert without.returncode == 0, without.stderr
+            with_token = await anyio.run_process([*argv, daemon.token], user=65534, check=True)
+    replies = json.loads(without.stdout)
+    assert len(replies) == 1 and refused(replies[0], "required")
+    replies = json.loads(with_token.stdout)
+    assert replies[0]["result"]["protocolVersion"] == "1.0"
+    assert replies[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}

@@ -1,0 +1,148 @@
+"""``oamd serve`` lifecycle: clients that vanish mid-turn, clients that stop reading, and the drain
+on SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+import anyio
+import pytest
+from serve_harness import Daemon, line, logged_events, read_to_end, serve
+
+from oamd.limits import DRAIN_SECONDS
+
+pytestmark = pytest.mark.anyio
+
+LONG_MS = 10_000
+"""A scripted delay that only ends by cancellation: no test waits for it to elapse."""
+
+OPEN_GATE = {
+    "name": "open_gate",
+    "description": "Ask the game to open a gate.",
+    "parameters": {"type": "object", "properties": {"gate": {"type": "string"}}},
+}
+
+TOOL_TURN = {
+    "type": "scripted",
+    "steps": [
+        {"toolCalls": [{"name": "open_gate", "arguments": {"gate": "north"}}]},
+        {"text": "ok"},
+    ],
+}
+
+
+async def settle(observer: Any, connections: int) -> dict[str, Any]:
+    """The daemon's stats once only ``connections`` clients are left (each call is a round trip
+    that lets the daemon finish closing the others; no sleeping)."""
+    while True:
+        stats = await observer.request("test/serverStats")
+        if stats["connections"] == connections:
+            return stats
+
+
+async def vanish_mid_tool_call(daemon: Daemon, transport: str) -> None:
+    async with daemon.connect(transport) as client:
+        await client.request(
+            "session/create", {"session": "s", "model": TOOL_TURN, "tools": [OPEN_GATE]}
+        )
+        await client.start("session/respond", {"session": "s", "prompt": "Open it."})
+        await client.next_message(lambda m: m.get("method") == "tool/call")
+    # leaving the block closes the socket with the turn waiting for its tool/call
+
+
+@pytest.mark.parametrize(("transport", "cycles"), [("unix", 500), ("tcp", 100)])
+async def test_clients_vanishing_mid_turn_leak_no_fds_or_tasks(transport, cycles):
+    async with serve() as daemon, daemon.connect() as observer:
+        with anyio.fail_after(60):
+            await vanish_mid_tool_call(daemon, transport)  # warm up lazily created state
+            baseline = await settle(observer, 1)
+            fds = daemon.fds()
+            for _ in range(cycles):
+                await vanish_mid_tool_call(daemon, transport)
+            after = await settle(observer, 1)
+            assert after["tasks"] == baseline["tasks"]
+            assert after["fds"] == baseline["fds"]
+            assert daemon.fds() == fds
+            assert await observer.request("ping") == {}
+    assert "transport_closed" not in logged_events(daemon)  # nothing written to a dead socket
+
+
+async def test_a_client_closing_mid_turn_has_its_turn_cancelled_and_others_go_on():
+    async with serve() as daemon, daemon.connect() as other:
+        with anyio.fail_after(5):
+            async with daemon.connect() as client:
+                slow = {"type": "scripted", "steps": [{"text": "late", "delayMs": LONG_MS}]}
+                await client.request("session/create", {"session": "s", "model": slow})
+                await client.start("session/respond", {"session": "s", "prompt": "Take your time."})
+                await client.request("ping")
+                assert (await other.request("test/serverStats"))["connections"] == 2
+            await settle(other, 1)
+            await other.request("session/create", {"session": "s", "model": "scripted"})
+            assert (await other.request("session/list"))["sessions"][0]["session"] == "s"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+async def test_a_signal_drains_cancels_turns_with_their_errors_and_exits_zero(signum):
+    async with serve() as daemon:
+        async with daemon.connect() as client, daemon.connect("tcp") as waiting:
+            slow = {"type": "scripted", "steps": [{"text": "late", "delayMs": LONG_MS}]}
+            with anyio.fail_after(5):
+                await client.request("session/create", {"session": "s", "model": slow})
+                turn = await client.start("session/respond", {"session": "s", "prompt": "Wait."})
+                await waiting.request(
+                    "session/create", {"session": "t", "model": TOOL_TURN, "tools": [OPEN_GATE]}
+                )
+                tool_turn = await waiting.start(
+                    "session/respond", {"session": "t", "prompt": "Go."}
+                )
+                await waiting.next_message(lambda m: m.get("method") == "tool/call")
+            with anyio.fail_after(DRAIN_SECONDS + 2):
+                daemon.process.send_signal(signum)
+                assert (await client.wait(turn))["error"]["data"]["code"] == "cancelled"
+                assert (await waiting.wait(tool_turn))["error"]["data"]["code"] == "cancelled"
+                await client.closed()
+                await waiting.closed()
+                assert await daemon.process.wait() == 0
+        with pytest.raises(OSError):
+            await daemon.raw()  # stopped accepting: the socket file is gone
+
+
+async def test_a_client_that_never_reads_is_cut_off_while_another_stays_responsive():
+    # one streamed turn whose events (each carries the running text) add up to about 10 MB
+    flood = {"type": "scripted", "steps": [{"text": "x" * 40_000, "chunks": 500}]}
+    async with serve("--max-outbox-bytes", str(2 << 20)) as daemon, daemon.connect("tcp") as other:
+        silent = await daemon.raw()
+        async with silent:
+            with anyio.fail_after(20):
+                await silent.send(
+                    line(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": 1,
+                            "method": "session/create",
+                            "params": {"session": "f", "model": flood},
+                        }
+                    )
+                    + line(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": 2,
+                            "method": "session/respond",
+                            "params": {"session": "f", "prompt": "Talk.", "stream": True},
+                        }
+                    )
+                )
+                latencies = []
+                for _ in range(200):
+                    start = anyio.current_time()
+                    await other.request("ping")
+                    latencies.append(anyio.current_time() - start)
+                await settle(other, 1)  # the silent client was disconnected...
+                received = await read_to_end(silent)  # ...after what the kernel had buffered
+        assert len(received) < 10_000_000
+    assert "peer_not_reading" in logged_events(daemon)
+    latencies.sort()
+    p99 = latencies[int(len(latencies) * 0.99) - 1]
+    print(f"ping p99 while another client does not read: {p99 * 1000:.2f} ms")
+    assert p99 < 0.25
