@@ -1,0 +1,1 @@
+"""Small stdio proxies used to test the conformance runner itself."""
