@@ -32,9 +32,14 @@ EXIT_USAGE = 2
 
 
 def _model_from_spec(spec: str | None) -> LanguageModel:
-    if not spec or spec == "none":
+    if not spec:
         return UnconfiguredModel()
-    raise SystemExit(f"oamd: unknown --model {spec!r} (no backend of that kind is installed)")
+    from oamd.backends.spec import model_from_spec  # backends load their clients lazily
+
+    try:
+        return model_from_spec(spec)
+    except ValueError as exc:
+        raise SystemExit(f"oamd: {exc}") from None
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -26,11 +26,18 @@ async def test_initialize_reports_server_capabilities_and_model(client):
     assert result["model"]["available"] is False
 
 
-@pytest.mark.parametrize("version", ["2.0", "0.9", "10"])
+@pytest.mark.parametrize("version", ["2.0", "0.9", "10", "01.0", "", " 1.0"])
 async def test_initialize_rejects_another_major_version(client, version):
     with pytest.raises(RpcError) as err:
         await client.request("initialize", {"protocolVersion": version})
-    assert err.value.code == -32602 and "protocolVersion" in err.value.message
+    assert err.value.code == -32602
+    assert err.value.message == f"Unsupported protocol version '{version}'; this bridge speaks 1.0."
+
+
+@pytest.mark.parametrize("version", ["1", "1.7", "1.0.3", ".1", "1."])
+async def test_initialize_accepts_the_same_major_version_in_any_form(client, version):
+    result = await client.request("initialize", {"protocolVersion": version})
+    assert result["protocolVersion"] == "1.0"
 
 
 async def test_initialize_accepts_a_minor_version_and_no_version(client):

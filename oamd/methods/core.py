@@ -5,37 +5,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-
 from oamd import __version__
+from oamd.agent.params import Params
 from oamd.errors import InvalidParams
-from oamd.limits import MAX_SESSIONS, PROTOCOL_VERSION
+from oamd.limits import PROTOCOL_VERSION
 from oamd.methods.state import BridgeState
 from oamd.rpc import Deferred, Registry, Reply, Request, Result
 
 __all__ = ["register"]
 
 
-class _InitializeParams(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    client: dict[str, Any] | None = None
-    protocolVersion: str | None = None
-    auth: Any = Field(default=None, repr=False, exclude=True)
-    """The socket token (``oamd serve``). The connection's gate checked it before this handler
-    runs; here it is accepted and dropped — never echoed, never logged."""
-
-
-_INITIALIZE = TypeAdapter(_InitializeParams)
-
-
 def _check_version(version: str | None) -> None:
+    """The reference's rule: the first non-empty dot component must be the major version."""
     if version is None:
         return
-    major = version.split(".", 1)[0]
-    if major != PROTOCOL_VERSION.split(".", 1)[0]:
+    components = [c for c in version.split(".") if c]
+    if not components or components[0] != PROTOCOL_VERSION.split(".", 1)[0]:
         raise InvalidParams(
-            f"'protocolVersion' {version!r} is not supported; this bridge speaks "
-            f"{PROTOCOL_VERSION}."
+            f"Unsupported protocol version '{version}'; this bridge speaks {PROTOCOL_VERSION}."
         )
 
 
@@ -48,7 +35,7 @@ def _capabilities(registry: Registry, state: BridgeState) -> dict[str, Any]:
         "clientTools": True,
         "structuredOutput": True,
         "models": state.config.models.model_types(),
-        "maxSessions": MAX_SESSIONS,
+        "maxSessions": state.config.max_sessions,
         "batch": False,
     }
 
@@ -68,8 +55,11 @@ def _with_availability(state: BridgeState, shape: Callable[[Any], dict[str, Any]
 
 def register(registry: Registry) -> None:
     def initialize(req: Request) -> Reply:
-        p = _INITIALIZE.validate_python(req.params)
-        _check_version(p.protocolVersion)
+        p = Params(req.params)
+        p.opt_object("client")  # free-form, but an object
+        # ``auth`` (the socket token) was checked by the connection's gate before this handler
+        # runs; it is accepted here and dropped: never echoed, never logged
+        _check_version(p.opt_string("protocolVersion"))
         state: BridgeState = req.state
 
         def result(availability: Any) -> dict[str, Any]:

@@ -8,11 +8,11 @@ function that turns an exception into ``{"code", "message", "data": {"code", …
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import orjson
 import structlog
-from pydantic import ValidationError
 
 from oamd.errors import OamdError
 
@@ -112,7 +112,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def validation_message(exc: ValidationError, prefix: str = "") -> tuple[str, str]:
+def validation_message(exc: Any, prefix: str = "") -> tuple[str, str]:
     """``(path, message)`` for the first error, worded as the reference words them:
     ``Missing required parameter 'prompt'.`` / ``Parameter 'prompt' must be a string; got 5.``"""
     first = exc.errors(include_url=False)[0]
@@ -136,12 +136,18 @@ def validation_message(exc: ValidationError, prefix: str = "") -> tuple[str, str
     return path, f"'{path}' {msg[0].lower()}{msg[1:]}." if path else f"Invalid params: {msg}."
 
 
+def _is_pydantic_error(exc: BaseException) -> bool:
+    # pydantic is imported only by code that uses it; no need to load it to recognise its errors
+    pydantic_core = sys.modules.get("pydantic_core")
+    return pydantic_core is not None and isinstance(exc, pydantic_core.ValidationError)
+
+
 def to_wire_error(exc: BaseException) -> dict[str, Any]:
     """The exception-to-wire boundary. ``OamdError`` → its row; a pydantic ``ValidationError`` →
     -32602 naming the dotted path; anything else → -32603, logged with its traceback."""
     if isinstance(exc, OamdError):
         return error_object(exc.name, exc.message, exc.data)
-    if isinstance(exc, ValidationError):
+    if _is_pydantic_error(exc):
         _, message = validation_message(exc)
         return error_object("invalid_params", message)
     log.error("internal_error", exc_info=exc)
