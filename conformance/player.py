@@ -5,6 +5,7 @@ waits (always bounded) and checks expectations. The full message log is kept as 
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import re
 import time
@@ -142,24 +143,35 @@ class Link:
         self.eof = False
         self.strays: list[bytes] = []
         self.changed = anyio.Event()
+        self._scope = anyio.CancelScope()
+        self._done = anyio.Event()
         tg.start_soon(self._read)
 
     async def _read(self) -> None:
         try:
-            while True:
-                line = await self.conn.receive_line()
-                if line is None:
-                    break
-                if self.sink is not None:
-                    self.sink.on_line(line)
-                else:
-                    self.strays.append(line)
-                self._notify()
+            with self._scope:
+                while True:
+                    line = await self.conn.receive_line()
+                    if line is None:
+                        break
+                    if self.sink is not None:
+                        self.sink.on_line(line)
+                    else:
+                        self.strays.append(line)
+                    self._notify()
         except Exception as exc:  # the reader must never take the run down with it
             self.strays.append(f"<read error: {exc!r}>".encode())
         finally:
             self.eof = True
             self._notify()
+            self._done.set()
+
+    async def aclose(self) -> None:
+        """Stops reading first, then closes: never close a socket under a pending read."""
+        with anyio.CancelScope(shield=True):
+            self._scope.cancel()
+            await self._done.wait()
+            await self.conn.aclose()
 
     def _notify(self) -> None:
         self.changed.set()
@@ -210,8 +222,6 @@ class Player:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError:
                 try:  # non-finite numbers etc.: fall back to the standard library
-                    import json
-
                     obj = json.loads(raw)
                 except ValueError as exc:
                     problem = f"not JSON: {exc}"
@@ -419,8 +429,6 @@ class Player:
                 raise ValueError("a raw line must not contain a newline")
             obj: Any = None
             with contextlib.suppress(ValueError):
-                import json
-
                 obj = json.loads(text)
             await self._send_raw(line, obj, track=True)
         elif "sleep_ms" in step:

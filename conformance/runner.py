@@ -69,7 +69,7 @@ class _Slots:
     async def drop(self, label: str) -> None:
         link = self.links.pop(label, None)
         if link is not None:
-            await link.conn.aclose()
+            await link.aclose()
 
     async def close(self) -> None:
         for label in list(self.links):
@@ -114,7 +114,7 @@ async def _play(
         player.fail("scenario", f"did not finish within {options.scenario_timeout:g} s")
     player.trace.stderr = link.conn.stderr_tail()
     if fresh:
-        await link.conn.aclose()
+        await link.aclose()
     elif player.failures or link.eof or not await _cleanup(link, scenario):
         await slots.drop(target.label)
     return player

@@ -198,15 +198,20 @@ async def open_connection(
     if not target.address:
         raise LinkError(f"--address is required for --transport {target.transport}")
     try:
-        if target.transport == "unix":
-            stream = await anyio.connect_unix(target.address)
-        elif target.transport == "tcp":
-            host, _, port = target.address.rpartition(":")
-            stream = await anyio.connect_tcp(host.strip("[]") or "127.0.0.1", int(port))
-        else:
-            raise LinkError(f"unknown transport {target.transport!r}")
+        with anyio.fail_after(10):
+            if target.transport == "unix":
+                stream = await anyio.connect_unix(target.address)
+            elif target.transport == "tcp":
+                host, _, port = target.address.rpartition(":")
+                stream = await anyio.connect_tcp(host.strip("[]") or "127.0.0.1", int(port))
+            else:
+                raise LinkError(f"unknown transport {target.transport!r}")
+    except TimeoutError as exc:
+        raise LinkError(f"cannot connect to {target.describe()} within 10 s") from exc
     except OSError as exc:
-        raise LinkError(f"cannot connect to {target.describe()}: {exc}") from exc
+        cause = exc.__cause__ or exc.__context__
+        detail = f"{exc} ({cause!r})" if cause else str(exc)
+        raise LinkError(f"cannot connect to {target.describe()}: {detail}") from exc
     conn = Connection(send=stream, receive=stream, closer=stream, transport=target.transport)
     await _authenticate(conn, target.token)
     return conn

@@ -74,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_serve(sub.add_parser("serve", parents=[serving], help="serve on Unix/TCP sockets"))
     sub.add_parser("check", parents=[common], help="print model availability as JSON")
     sub.add_parser("version", parents=[common], help="print the version")
+    sub.add_parser("conformance", help="run the conformance corpus (see conformance/README.md)")
     return parser
 
 
@@ -138,6 +139,11 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["conformance"]:  # the conformance runner has its own command line
+        from conformance import main as conformance_main
+
+        return conformance_main(argv[1:])
     args = _parser().parse_args(argv)
     configure_logging(args.log_level, args.log_format)
     if args.command == "version":

@@ -36,6 +36,10 @@ __all__ = [
 ]
 
 
+DEFAULT_CONTEXT_SIZE = 8192
+"""The context size reported when a backend does not know its own (the on-device model's)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ModelCapabilities:
     native_tools: bool = False
@@ -45,7 +49,7 @@ class ModelCapabilities:
     prefix_cache: bool = False
     """A byte-stable prompt prefix is reused across steps."""
     streaming: bool = True
-    context_size: int = 8192
+    context_size: int = DEFAULT_CONTEXT_SIZE
     """Input + output tokens the model can hold."""
     max_output_tokens: int | None = None
 
@@ -65,18 +69,20 @@ class Availability:
     supported_languages: tuple[str, ...] = ()
 
     def to_wire(self) -> dict[str, Any]:
+        """Apple's keys in Apple's order (``contextSize`` and ``supportedLanguages`` always,
+        ``reason``/``variant`` when known), then Android's ``status`` and ``detail``."""
         out: dict[str, Any] = {"available": self.available}
         if self.reason is not None:
             out["reason"] = self.reason
+        out["contextSize"] = (
+            DEFAULT_CONTEXT_SIZE if self.context_size is None else self.context_size
+        )
+        if self.variant is not None:
+            out["variant"] = self.variant
+        out["supportedLanguages"] = list(self.supported_languages)
         out["status"] = self.status
         if self.detail is not None:
             out["detail"] = self.detail
-        if self.context_size is not None:
-            out["contextSize"] = self.context_size
-        if self.variant is not None:
-            out["variant"] = self.variant
-        if self.supported_languages:
-            out["supportedLanguages"] = list(self.supported_languages)
         return out
 
 
