@@ -105,11 +105,12 @@ class TurnSpec:
     retry_guardrail_violations: bool = False
     """Envelope loop: whether a model step that trips the guardrails is retried."""
     prompt_entry: dict[str, Any] | None = None
+    """The history entry of the prompt (defaults to ``{"kind": "prompt", "text": prompt}``)."""
     carried_entries: Sequence[dict[str, Any]] = ()
     """Entries of this turn gathered by an earlier failed run (tool calls and outputs) that the
-    model sees again and the result keeps (the NPC's plain-text retry)."""
+    model sees again and the result keeps."""
     carried_records: Sequence[ToolRecord] = ()
-    """The history entry of the prompt (defaults to ``{"kind": "prompt", "text": prompt}``)."""
+    """Tool records of an earlier failed run that the result keeps (the NPC's text retry)."""
 
 
 async def run_turn(
