@@ -7,15 +7,14 @@ A session's history is a list of entries in oamd's transcript form (``prompt``, 
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import unicodedata
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from oamd.agent.params import Params, shown
 from oamd.agent.policy import ToolPolicy, parse_policy_overrides
 from oamd.agent.queue import TurnQueue
+from oamd.agent.store import ObjectStore
 from oamd.agent.tools import ToolDefinition
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import InvalidParams, SessionExists, SessionLimit, SessionNotFound
@@ -178,49 +177,10 @@ class Session:
         return next((t for t in self.tools if t.name == name), None)
 
 
-class SessionStore:
-    """The sessions of one connection, in creation order, with generated ids ``s1, s2…``."""
+class SessionStore(ObjectStore[Session]):
+    """The sessions of one connection: ids ``s1, s2…``, at most ``limit`` (-32022 past it)."""
 
     def __init__(self, limit: int = MAX_SESSIONS) -> None:
-        self._sessions: dict[str, Session] = {}
-        self._ids = itertools.count(1)
-        self.limit = limit
-
-    def new_id(self) -> str:
-        """The next free generated id (the counter advances even if creation later fails)."""
-        while True:
-            candidate = f"s{next(self._ids)}"
-            if candidate not in self._sessions:
-                return candidate
-
-    def check_new(self, session_id: str) -> None:
-        if session_id in self._sessions:
-            raise SessionExists(session_id)
-
-    def add(self, session: Session) -> None:
-        self.check_new(session.id)
-        if len(self._sessions) >= self.limit:
-            raise SessionLimit(self.limit)
-        self._sessions[session.id] = session
-
-    def get(self, session_id: Any) -> Session:
-        session = self._sessions.get(session_id) if isinstance(session_id, str) else None
-        if session is None:
-            raise SessionNotFound(str(session_id))
-        return session
-
-    def remove(self, session_id: str) -> Session:
-        session = self.get(session_id)
-        del self._sessions[session_id]
-        return session
-
-    def __iter__(self) -> Iterator[Session]:
-        return iter(list(self._sessions.values()))
-
-    def __len__(self) -> int:
-        return len(self._sessions)
-
-    def clear(self) -> int:
-        cancelled = sum(s.queue.cancel_all() for s in self._sessions.values())
-        self._sessions.clear()
-        return cancelled
+        super().__init__(
+            "s", limit, not_found=SessionNotFound, exists=SessionExists, full=SessionLimit
+        )

@@ -9,9 +9,7 @@ once (they are the game's shared state).
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +20,7 @@ from oamd.agent.policy import ToolPolicy
 from oamd.agent.queue import TurnQueue
 from oamd.agent.schema import compile_schema
 from oamd.agent.session import utc_now
+from oamd.agent.store import ObjectStore
 from oamd.agent.tools import ToolChoice, ToolDefinition, ToolOutput
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import InvalidParams, LimitReached, NpcExists, NpcNotFound
@@ -426,53 +425,19 @@ def bark_spec(npc: Npc, game_state: str | None, situation: Any) -> TurnSpec:
     )
 
 
-class NpcStore:
-    """The NPCs of one connection, in creation order, with generated ids ``npc1, npc2…``."""
+class NpcStore(ObjectStore[Npc]):
+    """The NPCs of one connection: ids ``npc1, npc2…``, at most ``limit`` (-32055 past it)."""
 
     def __init__(self, limit: int = MAX_NPCS) -> None:
-        self._npcs: dict[str, Npc] = {}
-        self._ids = itertools.count(1)
-        self.limit = limit
-
-    def new_id(self) -> str:
-        while True:
-            candidate = f"npc{next(self._ids)}"
-            if candidate not in self._npcs:
-                return candidate
-
-    def check_new(self, npc_id: str) -> None:
-        if npc_id in self._npcs:
-            raise NpcExists(npc_id)
-
-    def add(self, npc: Npc) -> None:
-        self.check_new(npc.id)
-        if len(self._npcs) >= self.limit:
-            raise LimitReached(
-                "NPCs", self.limit, f"The limit of {self.limit} NPCs is reached; delete some first."
-            )
-        self._npcs[npc.id] = npc
-
-    def get(self, npc_id: Any) -> Npc:
-        npc = self._npcs.get(npc_id) if isinstance(npc_id, str) else None
-        if npc is None:
-            raise NpcNotFound(str(npc_id))
-        return npc
-
-    def remove(self, npc_id: str) -> Npc:
-        npc = self.get(npc_id)
-        del self._npcs[npc_id]
-        return npc
-
-    def __iter__(self) -> Iterator[Npc]:
-        return iter(list(self._npcs.values()))
-
-    def __len__(self) -> int:
-        return len(self._npcs)
-
-    def clear(self) -> None:
-        for npc in self._npcs.values():
-            npc.queue.cancel_all()
-        self._npcs.clear()
+        super().__init__(
+            "npc",
+            limit,
+            not_found=NpcNotFound,
+            exists=NpcExists,
+            full=lambda n: LimitReached(
+                "NPCs", n, f"The limit of {n} NPCs is reached; delete some first."
+            ),
+        )
 
 
 __all__ += ["attitude", "memory_tool_definitions", "tool_names", "world_tool_definitions"]
