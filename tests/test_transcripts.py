@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 pytestmark = pytest.mark.anyio
@@ -123,3 +124,32 @@ async def test_an_oamd_transcript_round_trips_exactly(client):
     await client.request("session/create", {"session": "o2", "history": first, "model": "scripted"})
     second = (await client.request("session/transcript", {"session": "o2"}))["transcript"]
     assert second == first
+
+
+async def test_reading_the_transcript_during_a_running_turn_shows_its_progress(client):
+    script = {"type": "scripted", "steps": [{"toolCalls": [{"name": "t"}]}, {"text": "done"}]}
+    await client.request(
+        "session/create",
+        {"session": "p", "tools": [{"name": "t", "description": "d"}], "model": script},
+    )
+    turn = await client.start("session/respond", {"session": "p", "prompt": "go"})
+    with anyio.fail_after(5):
+        call = await client.next_message(lambda m: m.get("method") == "tool/call")
+        during = (await client.request("session/transcript", {"session": "p"}))["transcript"]
+        assert [e["kind"] for e in during["transcript"]["entries"]] == ["prompt", "toolCalls"]
+        await client.send({"jsonrpc": "2.0", "id": call["id"], "result": {"output": "ok"}})
+        assert (await client.wait(turn))["result"]["text"] == "done"
+        after = (await client.request("session/transcript", {"session": "p"}))["transcript"]
+    kinds = [e["kind"] for e in after["transcript"]["entries"]]
+    assert kinds == ["prompt", "toolCalls", "toolOutput", "response"]
+
+
+async def test_a_cancelled_turn_leaves_no_progress_in_the_transcript(client):
+    script = {"type": "scripted", "steps": [{"text": "slow", "delayMs": 10000}]}
+    await client.request("session/create", {"session": "c", "model": script})
+    turn = await client.start("session/respond", {"session": "c", "prompt": "go"})
+    with anyio.fail_after(5):
+        await client.request("session/cancel", {"session": "c"})
+        assert (await client.wait(turn))["error"]["code"] == -32009
+        after = (await client.request("session/transcript", {"session": "c"}))["transcript"]
+    assert after["transcript"]["entries"] == []

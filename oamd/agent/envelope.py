@@ -129,6 +129,8 @@ class _EnvelopeTurn:
             spec.prompt_entry or {"kind": "prompt", "text": spec.prompt},
             *spec.carried_entries,
         ]
+        if spec.watch is not None:
+            spec.watch(self.entries)
         self.calls = TurnCalls(
             self.entries, spec.carried_entries, spec.carried_records, self.labels, emit, execute
         )

@@ -111,6 +111,9 @@ class TurnSpec:
     model sees again and the result keeps."""
     carried_records: Sequence[ToolRecord] = ()
     """Tool records of an earlier failed run that the result keeps (the NPC's text retry)."""
+    watch: Callable[[list[dict[str, Any]]], None] | None = None
+    """Receives the live list of this attempt's entries (``session/transcript`` shows a running
+    turn's progress); the list grows as the turn runs and is not committed by being watched."""
 
 
 async def run_turn(
@@ -168,6 +171,8 @@ async def _attempt(
     prompt_entry = spec.prompt_entry or {"kind": "prompt", "text": spec.prompt}
     entries: list[dict[str, Any]] = [prompt_entry, *spec.carried_entries]
     records: list[ToolRecord] = list(spec.carried_records)
+    if spec.watch is not None:
+        spec.watch(entries)
     try:
         return await _steps(spec, emit, execute, state, entries, records)
     except ModelError as exc:

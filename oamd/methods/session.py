@@ -142,13 +142,17 @@ def respond(req: Request) -> Deferred:
             max_attempts=session.options.max_attempts,
             trim_history=session.options.trim_history,
             reserved_response_tokens=session.options.reserved_response_tokens,
+            watch=lambda entries: setattr(session, "in_progress", entries),
             user_label=session.options.user_label,
             assistant_label=session.options.assistant_label,
             dedupe_tool_calls=session.options.dedupe_tool_calls,
         )
-        result = await run_turn(spec, driver.emit, driver.execute)
-        op.commit()
-        session.history.extend(result.entries)
+        try:
+            result = await run_turn(spec, driver.emit, driver.execute)
+            op.commit()
+            session.history.extend(result.entries)
+        finally:
+            session.in_progress = None
         return encode_turn(session.id, result, warnings)
 
     return Deferred(session.queue.schedule(work))
@@ -194,7 +198,10 @@ def transcript(req: Request) -> Result:
         {
             "session": s.id,
             "transcript": export_transcript(
-                s.instructions, s.context_note, [t.to_wire() for t in s.tools], s.history
+                s.instructions,
+                s.context_note,
+                [t.to_wire() for t in s.tools],
+                [*s.history, *(s.in_progress or ())],  # a running turn shows its progress
             ),
         }
     )
