@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Awaitable, Callable
 
 import anyio
 import orjson
 
 from oamd import __version__
 from oamd.app import default_config, serve_stdio
-from oamd.backends.base import LanguageModel, UnconfiguredModel
+from oamd.backends.base import Availability, LanguageModel, UnconfiguredModel
 from oamd.limits import (
     AUTH_TIMEOUT_SECONDS,
     DEFAULT_TOOL_TIMEOUT_SECONDS,
@@ -21,6 +22,7 @@ from oamd.limits import (
     MAX_LINE_BYTES,
     MAX_OUTBOX_BYTES,
     MAX_SESSIONS,
+    WRITE_GRACE_SECONDS,
 )
 from oamd.log import configure_logging
 from oamd.serve import EndpointError, ServeOptions, serve
@@ -138,6 +140,22 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
     )
 
 
+async def _closing(model: LanguageModel, run: Callable[[], Awaitable[None]]) -> None:
+    """Runs the server, then releases the backend (HTTP clients, a loaded llama.cpp model)."""
+    try:
+        await run()
+    finally:
+        with anyio.move_on_after(WRITE_GRACE_SECONDS, shield=True):
+            await model.aclose()
+
+
+async def _checked(model: LanguageModel) -> Availability:
+    try:
+        return await model.availability()
+    finally:
+        await model.aclose()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["conformance"]:  # the conformance runner has its own command line
@@ -151,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     model = _model_from_spec(args.model)
     if args.command == "check":
-        availability = anyio.run(model.availability)
+        availability = anyio.run(_checked, model)
         sys.stdout.write(orjson.dumps(availability.to_wire()).decode() + "\n")
         return 0 if availability.available else EXIT_UNAVAILABLE
     config = default_config(
@@ -163,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.command == "serve":
         try:
-            anyio.run(serve, config, _serve_options(args))
+            anyio.run(_closing, model, lambda: serve(config, _serve_options(args)))
         except EndpointError as exc:
             sys.stderr.write(f"oamd serve: {exc}\n")
             return EXIT_USAGE
@@ -171,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         return 0
     try:
-        anyio.run(lambda: serve_stdio(config, max_line_bytes=args.max_line_bytes))
+        anyio.run(_closing, model, lambda: serve_stdio(config, max_line_bytes=args.max_line_bytes))
     except KeyboardInterrupt:
         return 130
     return 0

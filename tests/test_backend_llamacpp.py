@@ -27,7 +27,9 @@ from oamd.errors import ModelError
 
 pytestmark = [
     pytest.mark.anyio,
-    pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason())),
+    pytest.mark.skipif(
+        missing_reason(server=False) is not None, reason=str(missing_reason(server=False))
+    ),
 ]
 
 INNKEEPER = (
@@ -210,6 +212,19 @@ async def test_a_second_step_with_the_same_system_prefix_reuses_the_kv_cache(mod
     assert usage_first.cached_input_tokens == 0
     share = usage_second.cached_input_tokens / usage_second.input_tokens
     assert share >= 0.8, (usage_second, share)
+
+
+async def test_with_a_ram_cache_interleaved_sessions_reuse_their_own_prefixes():
+    guard = "You are Brom, a gruff but fair gate guard of Highcastle. Reply in one sentence."
+    model = model_from_spec("llamacpp?cache=128")
+    try:
+        usages = []
+        for system, user in [(INNKEEPER, "Hello!"), (guard, "Hello!"), (INNKEEPER, "Menu?")]:
+            usages.append(usage_of(await collect(model, step(user, system=system))))
+    finally:
+        await model.aclose()
+    back = usages[2]
+    assert back.cached_input_tokens / back.input_tokens >= 0.8, usages
 
 
 async def test_the_event_loop_keeps_running_while_the_model_decodes(model):

@@ -516,22 +516,30 @@ async def test_cancelling_a_step_mid_stream_closes_its_connection():
     assert closed.is_set()
 
 
-async def test_a_failed_turn_leaves_the_session_history_unchanged():
-    model = mocked(
-        answering(429, {"error": {"message": "slow down"}}, {"Retry-After": "60"}),
-        "?tools=native",
-    )
+@pytest.mark.parametrize("loop", ["native", "envelope"])
+@pytest.mark.parametrize(
+    ("status", "body", "headers", "name"),
+    [
+        (429, {"error": {"message": "slow down"}}, {"Retry-After": "60"}, "rate_limited"),
+        (400, {"error": {"code": "context_length_exceeded"}}, {}, "context_size_exceeded"),
+        (401, {"error": {"message": "bad key"}}, {}, "model_unavailable"),
+        (500, {"error": {"message": "boom"}}, {}, "generation_failed"),
+    ],
+)
+async def test_a_failed_turn_leaves_the_session_history_unchanged(
+    loop, status, body, headers, name
+):
+    model = mocked(answering(status, body, headers), f"?tools={loop}")
     async with memory_daemon(default_config(model)) as client:
         with anyio.fail_after(10):
             await client.request("initialize", {"protocolVersion": "1.0"})
-            await client.request("session/create", {"session": "inn"})
+            await client.request("session/create", {"session": "inn", "tools": [TAKE_ORDER]})
             with pytest.raises(RpcError) as info:
                 await client.request("session/respond", {"session": "inn", "prompt": "Hello."})
             transcript = await client.request("session/transcript", {"session": "inn"})
             sessions = (await client.request("session/list"))["sessions"]
     await model.aclose()
-    assert info.value.name == "rate_limited"
-    assert info.value.data["retryAfterSeconds"] == 60
+    assert info.value.name == name
     assert sessions[0]["entries"] == 0
     assert "Hello." not in orjson.dumps(transcript).decode()
 

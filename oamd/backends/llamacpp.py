@@ -51,7 +51,7 @@ from oamd.backends.base import (
 )
 from oamd.errors import ModelError
 
-__all__ = ["DEFAULT_CONTEXT_SIZE", "LlamaCppModel"]
+__all__ = ["DEFAULT_CONTEXT_SIZE", "LlamaCppModel", "packaged_model_path"]
 
 DEFAULT_CONTEXT_SIZE = 4096
 """Tokens of context the model is loaded with (spec option ``ctx``); the agent trims history to

