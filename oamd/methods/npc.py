@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from oamd.agent.compaction import CompactionPlan, render_lines
+from oamd.agent.events import ToolCompleted, ToolStarted
 from oamd.agent.loop import run_turn
 from oamd.agent.params import Params
 from oamd.agent.prompt import turn_starts
@@ -20,7 +22,6 @@ from oamd.game.npc import (
     check_tool_names,
     npc_instructions,
     npc_tools,
-    persona_lines,
     tool_names,
 )
 from oamd.game.persona import (
@@ -172,8 +173,6 @@ def _npc_events(driver: TurnDriver, npc: Npc) -> tuple[LineTracker, Any]:
     tracker = LineTracker(npc, send)
 
     def on_event(event: Any) -> None:
-        from oamd.agent.events import ToolCompleted, ToolStarted
-
         if type(event) is ToolStarted:
             driver.send_event(
                 {
@@ -404,8 +403,6 @@ def update(req: Request) -> Deferred:
 
 
 def _with_threshold(options: NpcOptions, value: int | None) -> NpcOptions:
-    from dataclasses import replace
-
     return replace(options, secretsUnlockAtRelationship=value)
 
 
@@ -483,6 +480,3 @@ def register(registry: Registry) -> None:
         ("npc/list", list_npcs),
     ):
         registry.register(name, handler)
-
-
-__all__ += ["persona_lines"]
