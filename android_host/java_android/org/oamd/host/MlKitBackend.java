@@ -1,0 +1,228 @@
+package org.oamd.host;
+
+import com.google.common.util.concurrent.FutureCallback;
+import com.google.common.util.concurrent.Futures;
+import com.google.common.util.concurrent.ListenableFuture;
+import com.google.mlkit.genai.common.DownloadCallback;
+import com.google.mlkit.genai.common.FeatureStatus;
+import com.google.mlkit.genai.common.GenAiException;
+import com.google.mlkit.genai.prompt.Candidate;
+import com.google.mlkit.genai.prompt.GenerateContentRequest;
+import com.google.mlkit.genai.prompt.GenerateContentResponse;
+import com.google.mlkit.genai.prompt.Generation;
+import com.google.mlkit.genai.prompt.GenerativeModel;
+import com.google.mlkit.genai.prompt.SystemInstruction;
+import com.google.mlkit.genai.prompt.TextPart;
+import com.google.mlkit.genai.prompt.java.GenerativeModelFutures;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.json.JSONObject;
+
+/**
+ * Gemini Nano through ML Kit's GenAI Prompt API ({@code GenerativeModelFutures}), behind the
+ * {@link OamdBackend} contract. Written against the documented signatures (android-host.md §3)
+ * and compile-checked on the desktop only against hand-written stubs: never run on a device.
+ *
+ * <p>Failures pass ML Kit's {@code GenAiException} codes through unchanged (the Python side owns
+ * the table); the cause chain is searched up to 8 levels, as open-android-models does.
+ */
+public final class MlKitBackend implements OamdBackend {
+    private static final int MAX_CAUSE_DEPTH = 8;
+    private static final int MAX_OUTPUT_TOKENS = 4096;
+
+    private final GenerativeModelFutures model;
+    private final Executor callbacks = Executors.newSingleThreadExecutor();
+    private final Map<Long, ListenableFuture<GenerateContentResponse>> running = new ConcurrentHashMap<>();
+    private final AtomicLong nextId = new AtomicLong(1);
+    private volatile long bytesToDownload = -1;
+    private volatile long bytesDownloaded = -1;
+
+    public MlKitBackend() {
+        GenerativeModel client = Generation.INSTANCE.getClient();
+        this.model = GenerativeModelFutures.from(client);
+    }
+
+    @Override
+    public String status() {
+        JSONObject out = new JSONObject();
+        try {
+            int status = model.checkStatus().get(30, TimeUnit.SECONDS);
+            switch (status) {
+                case FeatureStatus.AVAILABLE:
+                    put(out, "status", "available");
+                    Integer limit = model.getTokenLimit().get(30, TimeUnit.SECONDS);
+                    if (limit != null && limit > 0) put(out, "contextSize", limit);
+                    put(out, "maxOutputTokens", MAX_OUTPUT_TOKENS);
+                    break;
+                case FeatureStatus.DOWNLOADABLE:
+                    put(out, "status", "downloadable");
+                    break;
+                case FeatureStatus.DOWNLOADING:
+                    put(out, "status", "downloading");
+                    if (bytesDownloaded >= 0) put(out, "bytesDownloaded", bytesDownloaded);
+                    if (bytesToDownload >= 0) put(out, "totalBytes", bytesToDownload);
+                    break;
+                case FeatureStatus.UNAVAILABLE:
+                    put(out, "status", "unavailable");
+                    put(out, "detail", "Gemini Nano is not supported on this device");
+                    break;
+                default:
+                    put(out, "status", "unavailable");
+                    put(out, "reason", "unknown");
+                    put(out, "detail", "unknown ML Kit status " + status);
+            }
+        } catch (Exception e) {
+            GenAiException g = findGenAi(e);
+            put(out, "status", "unavailable");
+            if (g != null) put(out, "code", g.getErrorCode());
+            else put(out, "reason", "unknown");
+            put(out, "detail", String.valueOf(e.getMessage()));
+        }
+        return out.toString();
+    }
+
+    @Override
+    public void download(DownloadListener listener) {
+        ListenableFuture<Void> done = model.download(new DownloadCallback() {
+            @Override public void onDownloadStarted(long total) {
+                bytesToDownload = total;
+                bytesDownloaded = 0;
+                listener.onProgress(0, total);
+            }
+            @Override public void onDownloadProgress(long downloaded) {
+                bytesDownloaded = downloaded;
+                listener.onProgress(downloaded, bytesToDownload);
+            }
+            @Override public void onDownloadCompleted() { listener.onCompleted(); }
+            @Override public void onDownloadFailed(GenAiException e) {
+                listener.onError(e.getErrorCode(), String.valueOf(e.getMessage()));
+            }
+        });
+        Futures.addCallback(done, new FutureCallback<Void>() {
+            @Override public void onSuccess(Void v) {}
+            @Override public void onFailure(Throwable t) {
+                GenAiException g = findGenAi(t);
+                if (g == null) listener.onError(ErrorCodes.UNKNOWN, String.valueOf(t));
+            }
+        }, callbacks);
+    }
+
+    @Override
+    public long generate(String prompt, String optionsJson, GenerationSink sink) {
+        long id = nextId.getAndIncrement();
+        AtomicBoolean ended = new AtomicBoolean(false);
+        GenerateContentRequest request;
+        try {
+            request = request(prompt, new JSONObject(optionsJson));
+        } catch (Exception e) {
+            sink.onError(ErrorCodes.REQUEST_PROCESSING_ERROR, "bad request: " + e, 0);
+            return id;
+        }
+        // the streaming callback delivers deltas on ML Kit's thread; the future ends the call
+        ListenableFuture<GenerateContentResponse> future =
+                model.generateContent(request, delta -> {
+                    if (!ended.get()) sink.onChunk(delta);
+                });
+        running.put(id, future);
+        Futures.addCallback(future, new FutureCallback<GenerateContentResponse>() {
+            @Override public void onSuccess(GenerateContentResponse response) {
+                running.remove(id);
+                if (ended.compareAndSet(false, true)) sink.onDone(null, finishReason(response));
+            }
+            @Override public void onFailure(Throwable t) {
+                running.remove(id);
+                if (!ended.compareAndSet(false, true)) return;
+                GenAiException g = findGenAi(t);
+                if (g != null) {
+                    Long delay = g.getRetryDelay() == null ? null : g.getRetryDelay().toMillis();
+                    sink.onError(g.getErrorCode(), String.valueOf(g.getMessage()),
+                            delay == null ? 0 : Math.max(0, delay));
+                } else if (t instanceof java.util.concurrent.CancellationException) {
+                    sink.onError(ErrorCodes.CANCELLED, "cancelled", 0);
+                } else {
+                    sink.onError(ErrorCodes.UNKNOWN, String.valueOf(t), 0);
+                }
+            }
+        }, callbacks);
+        return id;
+    }
+
+    private static GenerateContentRequest request(String prompt, JSONObject o) {
+        GenerateContentRequest.Builder b;
+        String system = o.optString("systemInstruction", "");
+        if (!system.isEmpty()) {
+            b = new GenerateContentRequest.Builder(new SystemInstruction(system), new TextPart(prompt));
+        } else {
+            b = new GenerateContentRequest.Builder(new TextPart(prompt));
+        }
+        if (o.has("temperature")) b.setTemperature((float) o.optDouble("temperature"));
+        if (o.has("topK")) b.setTopK(o.optInt("topK"));
+        if (o.has("seed")) b.setSeed(o.optInt("seed") & Integer.MAX_VALUE);
+        int max = Math.min(Math.max(o.optInt("maxOutputTokens", MAX_OUTPUT_TOKENS), 1), MAX_OUTPUT_TOKENS);
+        b.setMaxOutputTokens(max);
+        b.setCandidateCount(1);
+        return b.build();
+    }
+
+    private static String finishReason(GenerateContentResponse response) {
+        List<Candidate> candidates = response.getCandidates();
+        if (candidates == null || candidates.isEmpty()) return "OTHER";
+        Integer reason = candidates.get(0).getFinishReason();
+        if (reason == null || reason == Candidate.FinishReason.STOP) return "STOP";
+        if (reason == Candidate.FinishReason.MAX_TOKENS) return "MAX_TOKENS";
+        return "OTHER";
+    }
+
+    private static GenAiException findGenAi(Throwable t) {
+        for (int depth = 0; t != null && depth < MAX_CAUSE_DEPTH; depth++, t = t.getCause()) {
+            if (t instanceof GenAiException) return (GenAiException) t;
+        }
+        return null;
+    }
+
+    private static void put(JSONObject o, String key, Object value) {
+        try {
+            o.put(key, value);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Override
+    public void cancel(long requestId) {
+        ListenableFuture<GenerateContentResponse> f = running.get(requestId);
+        if (f != null) f.cancel(true);
+    }
+
+    @Override
+    public int countTokens(String text) {
+        try {
+            return model.countTokens(new GenerateContentRequest.Builder(new TextPart(text)).build())
+                    .get(30, TimeUnit.SECONDS).getTotalTokens();
+        } catch (Exception e) {
+            return -1;
+        }
+    }
+
+    @Override
+    public int tokenLimit() {
+        try {
+            Integer limit = model.getTokenLimit().get(30, TimeUnit.SECONDS);
+            return limit == null ? -1 : limit;
+        } catch (Exception e) {
+            return -1;
+        }
+    }
+
+    @Override
+    public void close() {
+        for (ListenableFuture<GenerateContentResponse> f : running.values()) f.cancel(true);
+        model.getGenerativeModel().close();
+    }
+}

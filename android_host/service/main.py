@@ -1,0 +1,78 @@
+"""The p4a service entry: oamd serving the game from inside the game's own APK.
+
+Runs in the service's process (``:service_oamd``) as started by p4a's ``PythonService``. Reads
+its settings from ``PYTHON_SERVICE_ARGUMENT`` (a JSON object, all keys optional):
+
+    {"backend": "mlkit" | "litert", "model": "<path to .litertlm>", "abstract": "oamd",
+     "tcp": "127.0.0.1:0", "contextTokens": 4096}
+
+and serves the bridge protocol on the abstract socket ``@<abstract>`` (same APK, so same SELinux
+categories) and, when ``tcp`` is given, on token-protected loopback TCP; the ready line and the
+token are written to ``<files dir>/oamd/`` for the game to read. Java classes are loaded here, on
+the service's own Java-started thread, because ``FindClass`` from the JVM worker thread only sees
+the system class loader on Android. Unverified on a device: see README's checklist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import anyio
+
+from oamd.app import default_config
+from oamd.backends.jvm import JvmRuntime
+from oamd.backends.litert import LiteRtModel
+from oamd.backends.mlkit import MlKitModel
+from oamd.serve import ServeOptions, serve
+
+DEFAULT_ABSTRACT_NAME = "oamd"
+"""The abstract socket name (``@oamd``) when the start argument gives none."""
+
+
+def _settings() -> dict:
+    raw = os.environ.get("PYTHON_SERVICE_ARGUMENT") or "{}"
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = {}
+    return value if isinstance(value, dict) else {}
+
+
+def _files_dir() -> Path:
+    from jnius import autoclass
+
+    service = autoclass("org.kivy.android.PythonService").mService
+    return Path(service.getFilesDir().getAbsolutePath())
+
+
+def build_model(settings: dict, runtime: JvmRuntime):  # -> LanguageModel
+    from jnius import autoclass  # on this (Java-started) thread: the app class loader
+
+    autoclass("org.oamd.host.GenerationSink")
+    if settings.get("backend", "mlkit") == "litert":
+        backend_class = autoclass("org.oamd.host.LiteRtBackend")
+        cache = str(_files_dir() / "litert-cache")
+        context = int(settings.get("contextTokens", 4096))
+        return LiteRtModel(backend_class(settings["model"], cache, context), runtime)
+    return MlKitModel(autoclass("org.oamd.host.MlKitBackend")(), runtime)
+
+
+def main() -> None:
+    settings = _settings()
+    runtime = JvmRuntime.start()
+    model = build_model(settings, runtime)
+    state = _files_dir() / "oamd"
+    state.mkdir(parents=True, exist_ok=True)
+    options = ServeOptions(
+        abstract=[settings.get("abstract", DEFAULT_ABSTRACT_NAME)],
+        tcp=[settings["tcp"]] if settings.get("tcp") else [],
+        token_file=str(state / "token"),
+        ready_file=str(state / "ready.json"),
+    )
+    anyio.run(serve, default_config(system_model=model), options)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,4 @@
+package com.google.mlkit.genai.common;
+public interface StreamingCallback {
+    void onNewText(String text);
+}

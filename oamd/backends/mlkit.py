@@ -1,0 +1,333 @@
+"""Gemini Nano through ML Kit (or any ``org.oamd.host.OamdBackend``) as a text-only model.
+
+Owns the request shape sent to Java (one prompt plus an options JSON), the error table (ML Kit's
+``GenAiException`` codes mapped exactly as open-android-models maps them), the availability
+mapping and the watchdog. Leaves the JVM thread and callback lifetimes to ``oamd.backends.jvm``
+and the tool loop to the agent's envelope loop (``native_tools=False``: the Prompt API has no
+tools, roles or chat). Guarantees: every failure is a ``ModelError``; a cancelled or abandoned
+step asks Java to cancel; a step whose stream stays silent longer than the watchdog fails
+``generation_failed`` instead of hanging.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import orjson
+
+from oamd.backends.base import (
+    Availability,
+    ChatMessage,
+    GenerationEvent,
+    GenerationRequest,
+    LanguageModel,
+    ModelCapabilities,
+    TextDelta,
+    Usage,
+    estimate_tokens,
+)
+from oamd.backends.jvm import Chunk, Done, Failed, JvmRuntime
+from oamd.errors import ModelError
+
+__all__ = [
+    "CODE_NAMES",
+    "DEFAULT_MAX_OUTPUT_TOKENS",
+    "DEFAULT_TOKEN_LIMIT",
+    "WATCHDOG_SECONDS",
+    "MlKitModel",
+    "availability_from_status",
+    "error_from_code",
+    "render_prompt",
+]
+
+WATCHDOG_SECONDS = 60.0
+"""Longest silence between two callbacks of one generation (the first chunk included); past it
+the step is cancelled in Java and fails ``generation_failed``."""
+
+CANCEL_GRACE_SECONDS = 2.0
+"""Time a cancelled step waits (shielded) for Java to accept the cancel."""
+
+DEFAULT_TOKEN_LIMIT = 4000
+"""Input tokens assumed when the backend does not report its limit (open-android-models' 4000)."""
+
+DEFAULT_MAX_OUTPUT_TOKENS = 4096
+"""ML Kit's ``maxOutputTokens`` ceiling; requests are clamped to 1..this."""
+
+DEFAULT_RETRY_AFTER_SECONDS = 5.0
+"""``retry_after`` for a ``rate_limited`` failure whose backend gave no delay."""
+
+_RATE_LIMITED = {9: "BUSY", 27: "PER_APP_BATTERY_USE_QUOTA_EXCEEDED",
+                 28: "PER_DEVICE_BATTERY_USE_QUOTA_EXCEEDED", 30: "BACKGROUND_USE_BLOCKED"}  # fmt: skip
+_GUARDRAIL = {4: "REQUEST_PROCESSING_ERROR", 11: "RESPONSE_PROCESSING_ERROR",
+              15: "RESPONSE_GENERATION_ERROR"}  # fmt: skip
+_TOO_LARGE = {12: "REQUEST_TOO_LARGE"}
+_UNAVAILABLE = {8: "NOT_AVAILABLE", 16: "NOT_SUPPORTED", 501: "NOT_ENOUGH_DISK_SPACE",
+                604: "NEEDS_SYSTEM_UPDATE", -101: "AICORE_INCOMPATIBLE"}  # fmt: skip
+_CANCELLED = {7: "CANCELLED"}
+_INVALID_REQUEST = {-100: "REQUEST_TOO_SMALL", -102: "INVALID_INPUT_IMAGE"}
+_INVALID_SCHEMA = {-104: "STRUCTURED_OUTPUT_REQUEST_ERROR"}
+_FAILED = {0: "UNKNOWN", -103: "CACHE_PROCESSING_ERROR", -105: "STRUCTURED_OUTPUT_RESPONSE_ERROR",
+           -106: "STRUCTURED_OUTPUT_MAX_TOKENS_ERROR", -107: "AUDIO_BUFFER_OVERFLOW"}  # fmt: skip
+
+CODE_NAMES: dict[int, tuple[str, str]] = {
+    code: (label, error)
+    for table, error in (
+        (_RATE_LIMITED, "rate_limited"),
+        (_GUARDRAIL, "guardrail_violation"),
+        (_TOO_LARGE, "context_size_exceeded"),
+        (_UNAVAILABLE, "model_unavailable"),
+        (_CANCELLED, "cancelled"),
+        (_INVALID_REQUEST, "invalid_request"),
+        (_INVALID_SCHEMA, "invalid_schema"),
+        (_FAILED, "generation_failed"),
+    )
+    for code, label in table.items()
+}
+"""ML Kit ``GenAiException`` code → (its name, the ``ModelError`` name); any other code is
+``generation_failed`` (open-android-models' table, ``android-design.md`` §7.7)."""
+
+_UNAVAILABLE_REASONS = {
+    -101: "aicore_unavailable",
+    604: "needs_system_update",
+    501: "not_enough_disk_space",
+    8: "model_not_ready",
+    16: "model_not_ready",
+}
+"""``checkStatus`` failure code → ``model/availability`` ``reason``; others are ``unknown``."""
+
+
+def error_from_code(
+    code: int, message: str, retry_after_millis: int = 0, *, label: str = "Gemini Nano"
+) -> ModelError:
+    """The ``ModelError`` for a backend failure, worded ``<label>: <detail> (ML Kit <NAME>,
+    <code>)``. ``retry_after`` is set for ``rate_limited`` only (the backend's delay when it gave
+    one, else ``DEFAULT_RETRY_AFTER_SECONDS``)."""
+    code_name, name = CODE_NAMES.get(code, ("UNKNOWN", "generation_failed"))
+    detail = message or code_name.replace("_", " ").lower()
+    text = f"{label}: {detail} (ML Kit {code_name}, {code})"
+    if name == "rate_limited":
+        delay = retry_after_millis / 1000 if retry_after_millis > 0 else DEFAULT_RETRY_AFTER_SECONDS
+        return ModelError(name, text, retry_after=delay)
+    return ModelError(name, text)
+
+
+def availability_from_status(status_json: str) -> Availability:
+    """Maps the backend's ``status()`` JSON onto ``model/availability``."""
+    try:
+        raw: dict[str, Any] = orjson.loads(status_json)
+        status = str(raw.get("status", "unavailable"))
+    except (orjson.JSONDecodeError, AttributeError, TypeError):
+        return Availability(False, "unknown", "unavailable", f"unreadable status: {status_json!r}")
+    detail = raw.get("detail")
+    progress = _progress(raw)
+    if progress:
+        detail = f"{detail}; {progress}" if detail else progress
+    context = raw.get("contextSize")
+    context = int(context) if isinstance(context, int) and context > 0 else None
+    if status == "available":
+        return Availability(True, None, "available", detail, context, raw.get("variant"))
+    if status in ("downloadable", "downloading"):
+        return Availability(False, "model_not_ready", status, detail, context)
+    if "code" in raw:
+        reason = _UNAVAILABLE_REASONS.get(int(raw["code"]), "unknown")
+    else:
+        reason = str(
+            raw.get("reason") or ("device_not_eligible" if status == "unavailable" else "unknown")
+        )
+    return Availability(False, reason, "unavailable", detail, context)
+
+
+def _progress(raw: dict[str, Any]) -> str | None:
+    done, total = raw.get("bytesDownloaded"), raw.get("totalBytes")
+    if not isinstance(done, int):
+        return None
+    return (
+        f"downloaded {done} of {total} bytes"
+        if isinstance(total, int)
+        else f"downloaded {done} bytes"
+    )
+
+
+def render_prompt(messages: list[ChatMessage]) -> tuple[str | None, str]:
+    """(system instruction, prompt text) for a model without roles: system messages become the
+    instruction; the rest is a labelled transcript ending with the reply cue."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content) or None
+    lines: list[str] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        if message.role == "tool":
+            output = message.content or orjson.dumps(message.output).decode()
+            lines.append(f"Tool result ({message.tool_name or 'tool'}): {output}")
+        else:
+            label = "User" if message.role == "user" else "Assistant"
+            lines.append(f"{label}: {message.content}")
+    if len(lines) == 1 and messages[-1].role == "user":
+        return system, messages[-1].content
+    lines.append("Assistant:")
+    return system, "\n\n".join(lines)
+
+
+class MlKitModel(LanguageModel):
+    """A text-only on-device model behind an ``OamdBackend`` Java object (``MlKitBackend`` on a
+    phone, ``FakeBackend`` in tests). The envelope loop drives it."""
+
+    name = "mlkit"
+    label = "Gemini Nano"
+    """How messages name the model."""
+
+    def __init__(
+        self,
+        backend: Any,
+        runtime: JvmRuntime,
+        *,
+        watchdog_seconds: float = WATCHDOG_SECONDS,
+        context_size: int | None = None,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+    ) -> None:
+        self._backend = backend
+        self._runtime = runtime
+        self._watchdog = watchdog_seconds
+        self._max_output = max_output_tokens
+        self._availability: Availability | None = None
+        self._set_capabilities(context_size or DEFAULT_TOKEN_LIMIT)
+
+    def _set_capabilities(self, context_size: int) -> None:
+        self.capabilities = ModelCapabilities(
+            native_tools=False,
+            constrained_json=False,
+            streaming=True,
+            context_size=context_size,
+            max_output_tokens=self._max_output,
+        )
+
+    def cached_availability(self) -> Availability | None:
+        return self._availability
+
+    async def availability(self) -> Availability:
+        try:
+            status = await self._runtime.call(self._backend.status)
+            limit = await self._runtime.call(self._backend.tokenLimit)
+        except Exception as exc:
+            return Availability(False, "unknown", "unavailable", f"status check failed: {exc}")
+        found = availability_from_status(status)
+        context = found.context_size or (limit if limit > 0 else None)
+        self._max_output = _max_output(status, self._max_output)
+        if context:
+            self._set_capabilities(context)
+        if found.context_size is None and context:
+            found = Availability(
+                found.available, found.reason, found.status, found.detail, context, found.variant
+            )
+        if found.available:
+            self._availability = found
+        return found
+
+    async def count_tokens(self, text: str) -> int:
+        try:
+            count = await self._runtime.call(self._backend.countTokens, text)
+        except Exception:
+            return estimate_tokens(text)
+        return count if count >= 0 else estimate_tokens(text)
+
+    def _options(self, request: GenerationRequest, system: str | None) -> str:
+        sampling = request.sampling
+        options: dict[str, Any] = {}
+        if system:
+            options["systemInstruction"] = system
+        if sampling.greedy:
+            options["temperature"] = 0.0
+            options["topK"] = 1
+        else:
+            if sampling.temperature is not None:
+                options["temperature"] = min(max(sampling.temperature, 0.0), 1.0)
+            if sampling.top_k is not None and sampling.top_k > 0:
+                options["topK"] = sampling.top_k
+        if sampling.seed is not None:
+            options["seed"] = sampling.seed & 0x7FFFFFFF
+        limit = sampling.max_tokens or self._max_output
+        options["maxOutputTokens"] = min(max(limit, 1), self._max_output)
+        return orjson.dumps(options).decode()
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+        system, prompt = render_prompt(request.messages)
+        options = self._options(request, system)
+        runtime = self._runtime
+        sink, token, events = runtime.open_sink()
+        request_id: int | None = None
+        ended = False
+        with events:
+            try:
+                # shielded: generate() returns at once by contract, and a caller cancelled
+                # here must still learn the id, so the finally below can cancel it in Java
+                with anyio.CancelScope(shield=True):
+                    request_id = await runtime.call(self._backend.generate, prompt, options, sink)
+            except Exception as exc:
+                runtime.discard(sink, token)  # Java never took the sink
+                raise ModelError(
+                    "generation_failed", f"{self.label}: generate failed: {exc}"
+                ) from exc
+            try:
+                produced = False
+                while True:
+                    with anyio.move_on_after(self._watchdog) as watchdog:
+                        event = await events.receive()
+                    if watchdog.cancelled_caught:
+                        raise ModelError(
+                            "generation_failed",
+                            f"{self.label}: no response for {self._watchdog:g} s (watchdog)",
+                        )
+                    if isinstance(event, Chunk):
+                        if event.text:
+                            produced = True
+                            yield TextDelta(event.text)
+                    elif isinstance(event, Done):
+                        ended = True
+                        if not produced and event.finish_reason not in (None, "STOP", "MAX_TOKENS"):
+                            raise ModelError(
+                                "generation_failed", f"{self.label}: stopped without output"
+                            )
+                        usage = _usage(event.usage_json)
+                        if usage is not None:
+                            yield usage
+                        return
+                    elif isinstance(event, Failed):
+                        ended = True
+                        raise error_from_code(
+                            event.code, event.message, event.retry_after_millis, label=self.label
+                        )
+            finally:
+                if not ended and request_id is not None:
+                    # cancelled, abandoned or the watchdog fired: Java keeps the sink until its
+                    # terminal call, which the registry holds it for
+                    runtime.submit(self._backend.cancel, request_id)
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(Exception):
+            with anyio.move_on_after(CANCEL_GRACE_SECONDS, shield=True):
+                await self._runtime.call(self._backend.close)
+
+
+def _max_output(status_json: str, current: int) -> int:
+    """The status's ``maxOutputTokens`` when it gives a positive one, else ``current``."""
+    try:
+        value = orjson.loads(status_json).get("maxOutputTokens")
+    except (orjson.JSONDecodeError, AttributeError):
+        return current
+    return value if isinstance(value, int) and value > 0 else current
+
+
+def _usage(usage_json: str | None) -> Usage | None:
+    if not usage_json:
+        return None
+    try:
+        raw = orjson.loads(usage_json)
+        return Usage(
+            input_tokens=int(raw.get("inputTokens", 0)),
+            output_tokens=int(raw.get("outputTokens", 0)),
+        )
+    except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
+        return None
