@@ -3,6 +3,7 @@ message the daemon sends checked against ``protocol/``."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -17,6 +18,7 @@ from contract import (
     validate_notification,
     validate_result,
 )
+from hypothesis import settings
 
 from oamd.app import build_registry, default_config, serve_stream
 from oamd.client import Client
@@ -25,6 +27,11 @@ from oamd.rpc import Registry
 from oamd.transport import memory_stream_pair
 
 OAMD = [sys.executable, "-m", "oamd"]
+
+# CI replays the same examples every run (a red CI must be reproducible); locally they stay random
+settings.register_profile("ci", derandomize=True, deadline=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture
