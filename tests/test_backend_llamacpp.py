@@ -18,6 +18,7 @@ from backends.llama_server import missing_reason
 from conftest import memory_daemon
 
 import oamd.cli
+from evals.scenarios import CHECK_MENU, TAKE_ORDER  # the eval tools, one definition
 from oamd.app import default_config
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling, TextDelta, Usage
 from oamd.backends.llamacpp import LlamaCppModel
@@ -62,28 +63,6 @@ EMOTION_SCHEMA = {
     },
     "required": ["emotion", "line", "endsConversation"],
     "additionalProperties": False,
-}
-CHECK_MENU = {
-    "name": "check_menu",
-    "description": "Look up today's menu with prices in gold.",
-    "parameters": {"type": "object", "properties": {}},
-}
-TAKE_ORDER = {
-    "name": "take_order",
-    "description": "Place an order the guest explicitly asks for.",
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "item": {
-                "type": "string",
-                "enum": ["ale", "stew", "bread", "cider"],
-                "description": "menu item",
-            },
-            "quantity": {"type": "integer", "minimum": 1, "maximum": 10},
-        },
-        "required": ["item", "quantity"],
-        "additionalProperties": False,
-    },
 }
 TICK_SECONDS = 0.01
 MAX_LOOP_STALL_SECONDS = 0.25

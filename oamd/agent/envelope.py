@@ -126,7 +126,7 @@ class _EnvelopeTurn:
         self.by_name = {t.name: t for t in spec.tools}
         self.constrained = spec.model.capabilities.constrained_json
         self.entries: list[dict[str, Any]] = [
-            spec.prompt_entry or {"kind": "prompt", "text": spec.prompt},
+            {"kind": "prompt", "text": spec.prompt},
             *spec.carried_entries,
         ]
         if spec.watch is not None:

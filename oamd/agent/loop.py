@@ -104,8 +104,6 @@ class TurnSpec:
     """Envelope loop: a repeated identical successful call means the model should reply now."""
     retry_guardrail_violations: bool = False
     """Envelope loop: whether a model step that trips the guardrails is retried."""
-    prompt_entry: dict[str, Any] | None = None
-    """The history entry of the prompt (defaults to ``{"kind": "prompt", "text": prompt}``)."""
     carried_entries: Sequence[dict[str, Any]] = ()
     """Entries of this turn gathered by an earlier failed run (tool calls and outputs) that the
     model sees again and the result keeps."""
@@ -168,8 +166,7 @@ def _system_message(spec: TurnSpec) -> list[ChatMessage]:
 async def _attempt(
     spec: TurnSpec, emit: Callable[[TurnEvent], None], execute: ToolExecutor, state: _TurnState
 ) -> TurnResult:
-    prompt_entry = spec.prompt_entry or {"kind": "prompt", "text": spec.prompt}
-    entries: list[dict[str, Any]] = [prompt_entry, *spec.carried_entries]
+    entries: list[dict[str, Any]] = [{"kind": "prompt", "text": spec.prompt}, *spec.carried_entries]
     records: list[ToolRecord] = list(spec.carried_records)
     if spec.watch is not None:
         spec.watch(entries)

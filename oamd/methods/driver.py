@@ -43,7 +43,6 @@ class TurnDriver:
         stream: bool,
         event_method: str = "session/event",
         default_timeout: float,
-        event_encoder: Callable[[TurnEvent], dict[str, Any] | None] = encode_event,
         cancel_reason: str | None = None,
     ) -> None:
         self._cancel_reason = cancel_reason
@@ -54,13 +53,10 @@ class TurnDriver:
         self._stream = stream
         self._event_method = event_method
         self._default_timeout = default_timeout
-        self._encode = event_encoder
 
     def emit(self, event: TurnEvent) -> None:
         if self._stream:
-            payload = self._encode(event)
-            if payload is not None:
-                self.send_event(payload)
+            self.send_event(encode_event(event))
 
     def send_event(self, payload: dict[str, Any]) -> None:
         """Sends one event notification (when the request streams)."""
