@@ -6,7 +6,7 @@ from typing import Any
 
 from anyio.abc import ByteStream
 
-from oamd.agent.models import ModelFactory
+from oamd.agent.models import ModelFactory, ModelMaker
 from oamd.backends.base import LanguageModel, UnconfiguredModel
 from oamd.backends.scripted import ScriptedModel, parse_script
 from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS, MAX_LINE_BYTES, MAX_SESSIONS
@@ -32,9 +32,14 @@ def build_registry(config: DaemonConfig) -> Registry:
     return registry
 
 
-def _scripted(spec: dict[str, Any], path: str) -> LanguageModel:
-    steps, fallback = parse_script(spec, path)
-    return ScriptedModel(steps, fallback)
+def _scripted_maker(record: bool) -> ModelMaker:
+    """Builds scripted models; they keep what they were shown only for ``test/modelRequests``."""
+
+    def make(spec: dict[str, Any], path: str) -> LanguageModel:
+        steps, fallback = parse_script(spec, path)
+        return ScriptedModel(steps, fallback, record=record)
+
+    return make
 
 
 def default_config(
@@ -47,7 +52,7 @@ def default_config(
 ) -> DaemonConfig:
     models = ModelFactory(
         system_model or UnconfiguredModel(),
-        types={"scripted": _scripted},
+        types={"scripted": _scripted_maker(record=test_methods)},
         allow_scripted=allow_scripted,
     )
     return DaemonConfig(

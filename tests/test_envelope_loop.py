@@ -17,6 +17,7 @@ from envelope_support import (
     requests_of,
     respond,
     streamed,
+    system_texts,
     user_text,
 )
 
@@ -118,8 +119,11 @@ async def test_enabled_tools_narrow_the_catalog(client):
     await create(client, "inn", {"text": "Hi."}, options={"enabledTools": ["check_menu"]})
     result = await respond(client, "inn", "Hi.")
     assert result["steps"][0]["enabledTools"] == ["check_menu"]
-    text = user_text((await requests_of(client, "inn"))[0])
-    assert "- check_menu:" in text and "take_order" not in text
+    request = (await requests_of(client, "inn"))[0]
+    text = user_text(request)
+    assert "Tools Assistant can use now: check_menu." in text and "take_order" not in text
+    # the catalog in the system text stays whole, so its bytes do not change with the offer
+    assert "- take_order:" in system_texts(request)[0]
 
 
 async def test_a_session_without_tools_goes_straight_to_the_reply(client):
@@ -296,7 +300,9 @@ async def test_an_envelope_style_request_carries_no_tools_and_a_text_kind(client
     for request in await requests_of(client, "inn"):
         assert request["tools"] == [] and request["tool_mode"] == "none"
         assert request["kind"] in ("decide", "respond")
-        assert [m["role"] for m in request["messages"]] == ["user"]  # no instructions given
+        # no instructions given: the system text is the tool catalog alone
+        assert [m["role"] for m in request["messages"]] == ["system", "user"]
+        assert request["messages"][0]["content"].startswith("Assistant can use these tools:\n")
 
 
 async def test_an_unknown_style_is_rejected_naming_the_parameter(client):

@@ -53,21 +53,45 @@ async def test_the_system_text_is_byte_identical_across_steps_and_turns(client):
     await respond(client, "inn", "Thanks, goodbye.")
     seen = [system_texts(r) for r in await requests_of(client, "inn")]
     assert len(seen) == 6  # two decides and a reply, then a decide, its repair and a reply
-    assert all(s == [INSTRUCTIONS] for s in seen)
+    assert all(s == seen[0] for s in seen)
+    assert seen[0][0].startswith(INSTRUCTIONS + "\n\nAssistant can use these tools:\n")
 
 
-async def test_the_tool_catalog_is_in_the_task_after_the_conversation(client):
+async def test_the_system_text_changes_only_with_a_set_call(client):
+    await create(
+        client,
+        "inn",
+        *[{"text": "Ok."}] * 4,
+        instructions=INSTRUCTIONS,
+        options={"toolChoice": "none"},
+    )
+    await respond(client, "inn", "One.")
+    await respond(client, "inn", "Two.")
+    await client.request("session/setContextNote", {"session": "inn", "note": "It rains."})
+    await respond(client, "inn", "Three.")
+    await client.request("session/setTools", {"session": "inn", "tools": [TAKE_ORDER]})
+    await respond(client, "inn", "Four.")
+    one, two, three, four = (system_texts(r)[0] for r in await requests_of(client, "inn"))
+    assert one == two
+    assert three == two.replace(INSTRUCTIONS, INSTRUCTIONS + "\n\nIt rains.")
+    assert "- check_menu:" in three and "- check_menu:" not in four and "- take_order:" in four
+
+
+async def test_the_tool_catalog_is_in_the_system_text_and_the_task_names_the_offer(client):
     await create(client, "inn", calls(STEW), {"text": "Ok."}, instructions=INSTRUCTIONS)
     await respond(client, "inn", "A stew, please.")
     decide = (await requests_of(client, "inn"))[0]
-    assert "take_order" not in system_texts(decide)[0]
-    text = user_text(decide)
-    assert text.index("User: A stew, please.") < text.index("Assistant can use these tools:")
+    system = system_texts(decide)[0]
     assert (
         '- take_order: Place an order for the guest. Arguments: {"item": one of "ale", "stew", '
         '"bread" (menu item), "quantity": integer 1-10}'
-    ) in text
-    assert "- check_menu: List what the kitchen has today. Arguments: {}" in text
+    ) in system
+    assert "- check_menu: List what the kitchen has today. Arguments: {}" in system
+    text = user_text(decide)
+    assert "Arguments:" not in text  # the task stays short: names only
+    assert text.index("User: A stew, please.") < text.index(
+        "Tools Assistant can use now: take_order, check_menu."
+    )
     assert text.endswith(
         'like {"action": "take_order", "arguments": {"item": …, "quantity": …}} '
         'or {"action": "respond", "arguments": {}}.'

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from oamd.agent.events import StepStarted, TextUpdated, ToolCall, TurnEvent
+from oamd.agent.history import History
 from oamd.agent.loop import TurnSpec, run_turn
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.tools import ToolChoice, ToolDefinition, ToolOutput, parse_tools
@@ -86,7 +87,6 @@ def spec(model: LanguageModel, **extra: Any) -> TurnSpec:
     fields: dict[str, Any] = {
         "model": model,
         "instructions": "You keep an inn.",
-        "history": [],
         "tools": [],
         "policy": ToolPolicy(),
         "prompt": "Hello.",
@@ -182,7 +182,7 @@ async def test_a_reply_retried_after_text_was_shown_starts_over_with_a_reset():
 
 def counting_model(*steps: dict[str, Any]) -> CountingModel:
     script, fallback = parse_script({"style": "envelope", "steps": list(steps)})
-    model = CountingModel(script, fallback)
+    model = CountingModel(script, fallback, record=True)
     model.counted = []
     return model
 
@@ -190,7 +190,7 @@ def counting_model(*steps: dict[str, Any]) -> CountingModel:
 async def test_small_prompts_never_ask_the_tokenizer():
     model = counting_model({"text": "Yes."})
     history = [{"kind": "prompt", "text": "Hi."}, {"kind": "response", "text": "Hello."}]
-    result = await turn(model, Clock(), history=history)
+    result = await turn(model, Clock(), history=History(history))
     assert model.counted == []
     assert result.steps[0].trimmed_entries == 0
 
@@ -209,7 +209,7 @@ async def test_large_prompts_are_trimmed_by_the_backends_own_count():
     result = await turn(
         model,
         Clock(),
-        history=history,
+        history=History(history),
         reserved_response_tokens=context - 200,
         policy=ToolPolicy(choice=ToolChoice("none")),
     )

@@ -11,6 +11,7 @@ import pytest
 from conftest import memory_daemon
 
 from oamd.app import default_config
+from oamd.backends.base import ChatMessage, GenerationRequest, TextDelta
 from oamd.client import RpcError
 
 pytestmark = pytest.mark.anyio
@@ -310,6 +311,20 @@ async def test_with_scripted_models_disabled_a_scripted_session_is_refused(model
             err = await rpc_error(client, "session/create", {"session": "g", "model": model})
     assert err.code == -32602
     assert err.message == "Scripted models are disabled on this bridge."
+
+
+# ---- what a scripted model keeps ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("test_methods", [False, True])
+async def test_a_scripted_model_keeps_its_requests_only_for_test_methods(test_methods):
+    """Each request holds a whole prompt: kept for ``test/modelRequests``, never otherwise."""
+    model, _ = default_config(test_methods=test_methods).models.resolve(scripted({"text": "Hi."}))
+    request = GenerationRequest(messages=[ChatMessage("user", "Hello.")])
+    with anyio.fail_after(5):
+        played = [event async for event in model.generate(request)]
+    assert played[0] == TextDelta("Hi.")
+    assert model.requests == ([request] if test_methods else [])
 
 
 # ---- §3 "A complete exchange", replayed ------------------------------------------------------

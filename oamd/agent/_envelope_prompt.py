@@ -1,11 +1,14 @@
 """What a text-only model reads at each step of the envelope loop, and what fits its input budget.
 
-The system text (instructions + context note) is the same bytes at every step and turn of a
-session, so prefix caches hit; everything that varies (the conversation as labelled lines, this
-turn's tool uses, the step's task with the tool catalog, the repair note) is in the user text after
-it. Trimming drops the oldest whole history turns once the estimate passes the budget, counting
-with the backend's tokenizer only then; it never drops the current turn or the last history turn.
-The constrained-decoding schema of a decide step is built here too, beside the task it answers.
+Laid out for the prefix cache: the system text (instructions + context note + the catalog of the
+session's tools: names, descriptions, arguments) is the same bytes at every step and turn of a
+session until a ``set*`` call; the conversation follows as labelled lines, then this turn's tool
+uses, then a short per-step task naming the tools offered *now* (and the repair note). Each history
+turn's lines are rendered once (``agent.history``); trimming drops whole oldest turns down to the
+low-water mark, counting with the backend's tokenizer only once the estimate passes
+``PRECISE_COUNT_SHARE`` of the budget, each turn once; it never drops the current turn or the last
+history turn. The constrained-decoding schema of a decide step is built here too, beside the task
+it answers.
 """
 
 from __future__ import annotations
@@ -18,18 +21,18 @@ from typing import Any
 import orjson
 
 from oamd.agent._schema_text import envelope_example, render_fields, render_inline
+from oamd.agent.history import History, Rendered, Window
 from oamd.agent.tools import ToolDefinition, ToolOutput
 from oamd.backends.base import estimate_tokens
 
 __all__ = [
-    "HistoryTurn",
     "Labels",
     "arguments_task",
     "decide_schema",
     "decide_task",
     "entry_lines",
-    "fit_turns",
-    "history_turns",
+    "fit_window",
+    "history_window",
     "is_parameterless",
     "render_body",
     "respond_task",
@@ -68,20 +71,24 @@ class Labels:
     assistant: str = "Assistant"
 
 
-@dataclass(frozen=True, slots=True)
-class HistoryTurn:
-    """One history turn as lines, and how many transcript entries it holds (for trimmedEntries)."""
+def tool_catalog(tools: Sequence[ToolDefinition], labels: Labels) -> str:
+    """Every tool of the session, each with its description and arguments, as the model reads
+    them; which of them a step offers is the task's business."""
+    lines = [f"{labels.assistant} can use these tools:"]
+    for tool in tools:
+        description = tool.description.strip() or "(no description)"
+        lines.append(
+            f"- {tool.name}: {description} Arguments: {render_inline(tool.schema.generation)}"
+        )
+    return "\n".join(lines)
 
-    lines: tuple[str, ...]
-    entries: int
 
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines)
-
-
-def system_text(instructions: str | None) -> str:
-    return (instructions or "").strip()
+def system_text(instructions: str | None, tools: Sequence[ToolDefinition], labels: Labels) -> str:
+    """Instructions (with the context note), then the tool catalog: stable bytes for the cache."""
+    parts = [text for text in ((instructions or "").strip(),) if text]
+    if tools:
+        parts.append(tool_catalog(tools, labels))
+    return "\n\n".join(parts)
 
 
 def _compact(value: Any) -> str:
@@ -132,15 +139,14 @@ def entry_lines(entries: Sequence[dict[str, Any]], labels: Labels) -> list[str]:
     return lines
 
 
-def history_turns(history: Sequence[dict[str, Any]], labels: Labels) -> list[HistoryTurn]:
-    """The history grouped into turns (each starts at a ``prompt``; entries before the first form
-    their own group), each as its lines."""
-    groups: list[list[dict[str, Any]]] = []
-    for entry in history:
-        if entry.get("kind") == "prompt" or not groups:
-            groups.append([])
-        groups[-1].append(entry)
-    return [HistoryTurn(tuple(entry_lines(group, labels)), len(group)) for group in groups]
+def history_window(history: History, labels: Labels) -> Window:
+    """The history turns a step may send, each as its lines (rendered once per turn)."""
+
+    def render(entries: Sequence[dict[str, Any]]) -> tuple[tuple[str, ...], int]:
+        lines = tuple(entry_lines(entries, labels))
+        return lines, estimate_tokens("\n".join(lines))
+
+    return history.window(("lines", labels), render)
 
 
 def _last_message(prompt: str) -> str:
@@ -149,7 +155,7 @@ def _last_message(prompt: str) -> str:
 
 
 def render_body(
-    turns: Sequence[HistoryTurn],
+    turns: Sequence[Rendered],
     prompt: str,
     tool_lines: Sequence[str],
     task: str,
@@ -164,7 +170,7 @@ def render_body(
         return prompt.strip() + (f"\n\n{task}" if task else "")
     lines = ["Conversation:"]
     for turn in turns:
-        lines.extend(turn.lines)
+        lines.extend(turn.value)
     if prompt.strip():
         lines.append(f"{labels.user}: {prompt.strip()}")
     lines.extend(tool_lines)
@@ -192,15 +198,16 @@ def decide_task(
     prompt: str,
     repair: Repair | None = None,
 ) -> str:
+    """Which of the catalog's tools this step offers, the question, and the answer's form."""
     a, u = labels.assistant, labels.user
-    lines = [f"{a} can use these tools:"]
-    for tool in tools:
-        description = tool.description.strip() or "(no description)"
-        arguments = render_inline(tool.schema.generation)
-        lines.append(f"- {tool.name}: {description} Arguments: {arguments}")
+    names = ", ".join(tool.name for tool in tools)
     if allow_respond:
-        lines.append(f"{a} can also respond: reply to {u} without a tool.")
-    lines.append("")
+        lines = [
+            f"Tools {a} can use now: {names}.",
+            f"{a} can also respond: reply to {u} without a tool.",
+        ]
+    else:
+        lines = [f"{a} must use one of the tools now: {names}."]
     if prompt.strip():
         lines.append(f'{u}\'s last message: "{_last_message(prompt)}"')
     if allow_respond:
@@ -209,8 +216,6 @@ def decide_task(
             "or asks for what it does. Choose respond for small talk, or when the conversation "
             "and the tool results in [brackets] already have what is needed."
         )
-    else:
-        lines.append(f"{a} must use one of the tools now.")
     example = envelope_example(tools[0].name, tools[0].schema.generation)
     alternative = ' or {"action": "respond", "arguments": {}}' if allow_respond else ""
     lines.append(f"Answer with one JSON object and nothing else, like {example}{alternative}.")
@@ -331,25 +336,23 @@ def decide_schema(tools: Sequence[ToolDefinition], allow_respond: bool) -> dict[
     return {**schema, "$defs": defs} if defs else schema
 
 
-async def fit_turns(
-    turns: Sequence[HistoryTurn],
+async def fit_window(
+    window: Window,
     system: str,
-    render: Callable[[Sequence[HistoryTurn]], str],
+    rest: str,
     budget: int,
     count: Callable[[str], Awaitable[int]],
-) -> tuple[list[HistoryTurn], int]:
-    """The history turns that fit ``budget`` tokens next to the system text and the rest of the
-    body (``render(turns)``), and how many entries went. Small prompts are never counted."""
-    kept = list(turns)
-    if not kept or estimate_tokens(system) + estimate_tokens(render(kept)) <= (
-        PRECISE_COUNT_SHARE * budget
-    ):
-        return kept, 0
-    total = await count(system) + await count(render([]))
-    sizes = [await count(turn.text) for turn in kept]
-    total += sum(sizes)
-    trimmed = 0
-    while total > budget and len(kept) > MIN_RECENT_TURNS:
-        total -= sizes.pop(0)
-        trimmed += kept.pop(0).entries
-    return kept, trimmed
+) -> None:
+    """Fits ``window`` to ``budget`` tokens next to the system text and the rest of the body
+    (``rest``: prompt, tool uses, task). Small prompts are never counted; past
+    ``PRECISE_COUNT_SHARE`` of the budget the backend's tokenizer counts each history turn once
+    in its life and the fixed part at every step."""
+    fixed = estimate_tokens(system) + estimate_tokens(rest)
+    if not window.turns or fixed + window.tokens <= PRECISE_COUNT_SHARE * budget:
+        return
+    for turn in window.turns:
+        if not turn.counted:
+            turn.tokens = await count("\n".join(turn.value))
+            turn.counted = True
+    fixed = await count(system) + await count(rest)
+    window.fit(fixed, budget, min_turns=MIN_RECENT_TURNS)

@@ -56,7 +56,6 @@ class CompactionPlan:
         return TurnSpec(
             model=model,
             instructions=self.instructions,
-            history=[],
             tools=[],
             policy=ToolPolicy(choice=ToolChoice("none"), max_rounds=0),
             prompt=self.prompt,

@@ -19,14 +19,13 @@ from typing import Any
 import orjson
 
 from oamd.agent._envelope_prompt import (
-    HistoryTurn,
     Labels,
     Repair,
     arguments_task,
     decide_schema,
     decide_task,
-    fit_turns,
-    history_turns,
+    fit_window,
+    history_window,
     is_parameterless,
     render_body,
     respond_task,
@@ -54,6 +53,7 @@ from oamd.agent.events import (
     TurnResult,
     TurnUsage,
 )
+from oamd.agent.history import Rendered
 from oamd.agent.loop import ToolExecutor, TurnSpec
 from oamd.agent.tools import ToolDefinition
 from oamd.backends.base import ChatMessage, GenerationRequest, TurnSnapshot
@@ -121,8 +121,7 @@ class _EnvelopeTurn:
         self.emit = emit
         self.sleep = sleep
         self.labels = Labels(spec.user_label, spec.assistant_label)
-        self.system = system_text(spec.instructions)
-        self.history = history_turns(spec.history, self.labels)
+        self.system = system_text(spec.instructions, spec.tools, self.labels)
         self.by_name = {t.name: t for t in spec.tools}
         self.constrained = spec.model.capabilities.constrained_json
         self.entries: list[dict[str, Any]] = [
@@ -311,7 +310,7 @@ class _EnvelopeTurn:
 
     def _plain(self) -> bool:
         """A first request with nothing before it: the prompt is sent as it is."""
-        return not self.history and not self.calls.lines and bool(self.spec.prompt.strip())
+        return not self.spec.history and not self.calls.lines and bool(self.spec.prompt.strip())
 
     def _start(
         self, kind: str, mode: str, enabled: Sequence[str], trimmed: int, is_repair: bool
@@ -328,18 +327,18 @@ class _EnvelopeTurn:
     async def _request(
         self, kind: str, task: str, schema: dict[str, Any] | None, *, plain: bool = False
     ) -> tuple[GenerationRequest, int]:
-        def render(turns: Sequence[HistoryTurn]) -> str:
+        def render(turns: Sequence[Rendered]) -> str:
             return render_body(
                 turns, self.spec.prompt, self.calls.lines, task, self.labels, plain=plain
             )
 
-        turns, trimmed = list(self.history), 0
+        window = history_window(self.spec.history, self.labels)
         if self.spec.trim_history:
             capabilities = self.spec.model.capabilities
             budget = capabilities.context_size - self.spec.reserved_response_tokens
-            turns, trimmed = await fit_turns(self.history, self.system, render, budget, self._count)
+            await fit_window(window, self.system, render([]), budget, self._count)
         messages = [ChatMessage("system", self.system)] if self.system else []
-        messages.append(ChatMessage("user", render(turns)))
+        messages.append(ChatMessage("user", render(window.turns)))
         sampling = self.spec.sampling
         if kind in (DECIDE, TOOL_ARGUMENTS):
             sampling = replace(
@@ -354,7 +353,7 @@ class _EnvelopeTurn:
             kind=kind,
             turn=TurnSnapshot(self.spec.prompt, tuple(self.calls.outputs)),
         )
-        return request, trimmed
+        return request, window.trimmed
 
     async def _generate(self, request: GenerationRequest, **options: Any) -> str:
         return await run_model_step(

@@ -33,8 +33,9 @@ from oamd.agent.events import (
     TurnResult,
     TurnUsage,
 )
+from oamd.agent.history import History
 from oamd.agent.policy import ToolPolicy
-from oamd.agent.prompt import entries_to_messages, trim_to_budget
+from oamd.agent.prompt import entries_to_messages, history_window
 from oamd.agent.schema import CompiledSchema
 from oamd.agent.tools import (
     RESPOND_DIRECTLY,
@@ -87,10 +88,11 @@ class TurnSpec:
 
     model: LanguageModel
     instructions: str | None
-    history: Sequence[dict[str, Any]]
     tools: Sequence[ToolDefinition]
     policy: ToolPolicy
     prompt: str
+    history: History = field(default_factory=History)
+    """The committed conversation; the turn sends its window (``agent.history``)."""
     schema: CompiledSchema | None = None
     sampling: Sampling = field(default_factory=Sampling)
     max_attempts: int = 2
@@ -191,6 +193,7 @@ async def _steps(
     rounds = calls = 0
     responded_directly = False
     history, trimmed = _fit_history(spec)
+    system = _system_message(spec)
     for index in range(spec.policy.max_rounds + EXTRA_STEPS + 1):
         plan = spec.policy.step(tool_names, rounds, calls, responded_directly)
         step = Step(index, rounds, plan.mode, plan.enabled, trimmed)
@@ -207,7 +210,7 @@ async def _steps(
                 )
             )
         request = GenerationRequest(
-            messages=[*_system_message(spec), *entries_to_messages([*history, *entries])],
+            messages=[*system, *history, *entries_to_messages(entries)],
             tools=specs,
             tool_mode=_tool_mode(plan.mode, spec, rounds),
             schema=spec.schema.generation if spec.schema else None,
@@ -247,12 +250,13 @@ async def _steps(
     raise ModelError("generation_failed", "The model kept calling tools after they were disabled.")
 
 
-def _fit_history(spec: TurnSpec) -> tuple[list[dict[str, Any]], int]:
-    if not spec.trim_history:
-        return list(spec.history), 0
+def _fit_history(spec: TurnSpec) -> tuple[list[ChatMessage], int]:
+    """The history messages this turn sends (each turn converted once in its life) and how many
+    entries were trimmed before them."""
     budget = spec.model.capabilities.context_size - spec.reserved_response_tokens
     fixed = estimate_tokens(spec.instructions or "") + estimate_tokens(spec.prompt) + 16
-    return trim_to_budget(spec.history, fixed, budget)
+    window = history_window(spec.history, fixed, budget, trim=spec.trim_history)
+    return [message for turn in window.turns for message in turn.value], window.trimmed
 
 
 def _tool_mode(mode: str, spec: TurnSpec, rounds: int) -> str:

@@ -1,9 +1,11 @@
-"""What a model step is shown: the system text, the history as messages, trimmed to fit.
+"""What a native-loop model step is shown: the system text and the history as chat messages,
+trimmed to fit.
 
 The system text (instructions + context note) stays byte-identical across the steps and turns of
-a session, so prefix caches hit. Trimming drops the oldest whole turns when the estimate of the
-prompt passes the input budget (context size − reserved response tokens); the dropped entries are
-reported as the step's ``trimmedEntries``; the transcript keeps them.
+a session, so prefix caches hit. The history is sent through its window (``agent.history``): each
+turn becomes messages once, and when the estimate of the prompt passes the input budget (context
+size − reserved response tokens) whole oldest turns go, down to the low-water mark; they are
+reported as the step's ``trimmedEntries`` and the transcript keeps them.
 """
 
 from __future__ import annotations
@@ -11,10 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from oamd.agent.history import History, Window
 from oamd.agent.tools import ToolOutput
 from oamd.backends.base import ChatMessage, ToolCallRequest, estimate_tokens
 
-__all__ = ["entries_to_messages", "trim_to_budget", "turn_starts"]
+__all__ = ["MESSAGES", "entries_to_messages", "history_window", "turn_starts"]
+
+MESSAGES = "messages"
+"""The history window key of the native loop's rendering."""
+
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Tokens a chat template adds around each message (role markers), by estimate."""
 
 
 def _output_of(entry: dict[str, Any]) -> ToolOutput:
@@ -51,26 +60,25 @@ def turn_starts(entries: Sequence[dict[str, Any]]) -> list[int]:
     return [i for i, e in enumerate(entries) if e["kind"] == "prompt"]
 
 
-def _estimate(entries: Sequence[dict[str, Any]]) -> int:
+def message_tokens(messages: Sequence[ChatMessage]) -> int:
+    """The estimated tokens of messages: their text, their calls' arguments, the template."""
     total = 0
-    for message in entries_to_messages(entries):
-        total += estimate_tokens(message.content) + 4
+    for message in messages:
+        total += estimate_tokens(message.content) + MESSAGE_OVERHEAD_TOKENS
         for call in message.tool_calls:
-            total += estimate_tokens(str(call.arguments)) + 4
+            total += estimate_tokens(str(call.arguments)) + MESSAGE_OVERHEAD_TOKENS
     return total
 
 
-def trim_to_budget(
-    history: Sequence[dict[str, Any]], fixed_tokens: int, budget: int
-) -> tuple[list[dict[str, Any]], int]:
-    """Drops the oldest whole turns of ``history`` until it fits ``budget`` tokens next to
-    ``fixed_tokens`` (system text, current turn). Returns the kept entries and how many went."""
-    kept = list(history)
-    if fixed_tokens + _estimate(kept) <= budget:
-        return kept, 0
-    starts = turn_starts(kept)
-    for start in [*starts[1:], len(kept)]:
-        candidate = kept[start:]
-        if fixed_tokens + _estimate(candidate) <= budget:
-            return candidate, start
-    return [], len(kept)
+def _render(entries: Sequence[dict[str, Any]]) -> tuple[list[ChatMessage], int]:
+    messages = entries_to_messages(entries)
+    return messages, message_tokens(messages)
+
+
+def history_window(history: History, fixed_tokens: int, budget: int, *, trim: bool) -> Window:
+    """The history turns a native step sends (``window.turns``, each a list of messages), fitted
+    to ``budget`` next to ``fixed_tokens`` unless ``trim`` is off."""
+    window = history.window(MESSAGES, _render)
+    if trim:
+        window.fit(fixed_tokens, budget)
+    return window

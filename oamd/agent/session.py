@@ -11,6 +11,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from oamd.agent.history import History
 from oamd.agent.params import Params, shown
 from oamd.agent.policy import ToolPolicy, parse_policy_overrides
 from oamd.agent.queue import TurnQueue
@@ -159,7 +160,7 @@ class Session:
     instructions: str | None
     tools: list[ToolDefinition]
     options: SessionOptions
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: History = field(default_factory=History)
     context_note: str | None = None
     queue: TurnQueue = field(default_factory=TurnQueue)
     created_at: str = field(default_factory=utc_now)

@@ -247,8 +247,10 @@ class ScriptedModel(LanguageModel):
     capabilities: ModelCapabilities = ModelCapabilities(
         native_tools=True, constrained_json=True, streaming=True, context_size=_CONTEXT_SIZE
     )
+    record: bool = False
+    """Keep every request in ``requests`` (``--test-methods`` only: each holds a whole prompt)."""
     requests: list[GenerationRequest] = field(default_factory=list)
-    """Every request received, for tests that assert on what the model was shown."""
+    """Every request received while ``record`` is on, for tests that assert on prompts."""
     style: str = "native"
     """``native`` (tool calls through the API) or ``envelope`` (text only)."""
     _next: int = 0
@@ -286,7 +288,8 @@ class ScriptedModel(LanguageModel):
         return Availability(available=True, context_size=_CONTEXT_SIZE, variant="scripted")
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
-        self.requests.append(request)
+        if self.record:
+            self.requests.append(request)
         if self.style == "envelope":
             step, text, delays = self._envelope_step(request)
         else:

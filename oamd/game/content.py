@@ -43,7 +43,6 @@ class ContentRequest:
         return TurnSpec(
             model=model,
             instructions=instructions or DEFAULT_INSTRUCTIONS,
-            history=[],
             tools=self.tools,
             policy=ToolPolicy(choice=ToolChoice("auto" if self.tools else "none")),
             prompt=prompt,

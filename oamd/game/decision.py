@@ -156,7 +156,6 @@ class DecisionRequest:
         return TurnSpec(
             model=model,
             instructions=self.system_text(),
-            history=[],
             tools=self.tools,
             policy=ToolPolicy(choice=choice, max_rounds=self.max_tool_rounds),
             prompt=self.prompt(),

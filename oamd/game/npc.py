@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from oamd.agent.history import History
 from oamd.agent.loop import TurnSpec
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.queue import TurnQueue
@@ -78,14 +79,14 @@ class Npc:
     model_name: str
     world_state: Any = None
     """The ``WorldState`` itself: an NPC keeps using its world after ``world/delete``."""
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: History = field(default_factory=History)
     queue: TurnQueue = field(default_factory=TurnQueue)
     created_at: str = field(default_factory=utc_now)
     fallback_count: int = 0
 
     @property
     def turn_count(self) -> int:
-        return sum(1 for e in self.history if e["kind"] == "prompt")
+        return self.history.turn_count
 
     def next_fallback_line(self) -> str:
         pool = self.options.fallback_pool
@@ -415,7 +416,6 @@ def bark_spec(npc: Npc, game_state: str | None, situation: Any) -> TurnSpec:
     return TurnSpec(
         model=npc.model,
         instructions=instructions,
-        history=[],
         tools=[],
         policy=ToolPolicy(choice=ToolChoice("none"), max_rounds=0),
         prompt=prompt,

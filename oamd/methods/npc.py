@@ -7,6 +7,7 @@ from typing import Any
 
 from oamd.agent.compaction import CompactionPlan, render_lines
 from oamd.agent.events import ToolCompleted, ToolStarted
+from oamd.agent.history import History
 from oamd.agent.loop import run_turn
 from oamd.agent.params import Params
 from oamd.agent.prompt import turn_starts
@@ -243,14 +244,15 @@ def _schedule_compaction(req: Request, npc: Npc) -> None:
         return
 
     async def compact(op: Operation) -> None:
-        starts = turn_starts(npc.history)
+        entries = npc.history.entries
+        starts = turn_starts(entries)
         if len(starts) <= o.keepRecentTurns:
             op.commit()
             return
-        cut = starts[len(starts) - o.keepRecentTurns] if o.keepRecentTurns else len(npc.history)
+        cut = starts[len(starts) - o.keepRecentTurns] if o.keepRecentTurns else len(entries)
         previous = npc.memory.summary
         prompt = f"Summary so far:\n{previous}\n\n" if previous else ""
-        lines = render_lines(npc.history[:cut], "Player", npc.persona.name)
+        lines = render_lines(entries[:cut], "Player", npc.persona.name)
         prompt += "Conversation to fold into the summary:\n" + "\n".join(lines)
         plan = CompactionPlan(cut, compaction_instructions(npc.persona.name), prompt)
         try:
@@ -259,7 +261,7 @@ def _schedule_compaction(req: Request, npc: Npc) -> None:
             return  # failures of background compaction are swallowed
         summary = result.text.strip()
         op.commit()
-        npc.history = npc.history[cut:]
+        npc.history = npc.history.after(cut)
         if summary:
             npc.memory.summary = summary
 
@@ -297,7 +299,7 @@ def _save(npc: Npc) -> dict[str, Any]:
         "version": STATE_VERSION,
         "persona": npc.persona.to_wire(),
         "memory": npc.memory.to_wire(),
-        "transcript": export_transcript(None, None, [], _complete_turns(npc.history)),
+        "transcript": export_transcript(None, None, [], _complete_turns(npc.history.entries)),
         "npc": npc.id,
         "options": npc.options.to_wire(),
         "tools": npc.tool_definitions,
@@ -359,7 +361,7 @@ def restore(req: Request) -> Result:
     )
     transcript = saved.get("transcript")
     if transcript is not None:
-        npc.history = import_transcript(transcript).entries
+        npc.history = History(import_transcript(transcript).entries)
     return _insert(req, npc, warnings)
 
 
@@ -412,7 +414,7 @@ def reset(req: Request) -> Deferred:
 
     async def work(op: Operation) -> dict[str, Any]:
         op.commit()
-        npc.history = []
+        npc.history = History()
         if clear_memory:
             npc.memory = parse_memory(None)
         return {"npc": npc.id}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from oamd.agent.compaction import compact_history
+from oamd.agent.history import History
 from oamd.agent.loop import TurnSpec, run_turn
 from oamd.agent.params import Params
 from oamd.agent.policy import parse_policy_overrides
@@ -97,7 +98,7 @@ def create(req: Request) -> Result:
         options=options,
     )
     if restored is not None:
-        session.history = restored.entries
+        session.history = History(restored.entries)
         session.context_note = restored.context_note
     store.add(session)
     return Result({"session": session_id, "warnings": warnings})
@@ -201,7 +202,7 @@ def transcript(req: Request) -> Result:
                 s.instructions,
                 s.context_note,
                 [t.to_wire() for t in s.tools],
-                [*s.history, *(s.in_progress or ())],  # a running turn shows its progress
+                [*s.history.entries, *(s.in_progress or ())],  # a running turn shows its progress
             ),
         }
     )
@@ -220,7 +221,7 @@ def _queued(req: Request, apply: Any, result: dict[str, Any]) -> Deferred:
 
 def reset(req: Request) -> Deferred:
     def apply(s: Session) -> None:
-        s.history = []
+        s.history = History()
         s.context_note = None
 
     return _queued(req, apply, {"session": req.params.get("session")})
@@ -267,7 +268,9 @@ def compact(req: Request) -> Deferred:
     instructions = p.opt_string("summaryInstructions")
 
     async def work(op: Operation) -> dict[str, Any]:
-        plan = compact_history(session.history, keep or 0, session.context_note, instructions)
+        plan = compact_history(
+            session.history.entries, keep or 0, session.context_note, instructions
+        )
         if plan is None:
             op.commit()
             return {"session": session.id, "summary": None}
@@ -275,7 +278,7 @@ def compact(req: Request) -> Deferred:
         summary = result.text.strip()
         op.commit()
         session.context_note = summary
-        session.history = session.history[plan.cut :]
+        session.history = session.history.after(plan.cut)
         return {"session": session.id, "summary": summary}
 
     return Deferred(session.queue.schedule(work))

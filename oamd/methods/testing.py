@@ -36,7 +36,7 @@ def model_requests(req: Request) -> Result:
     state: BridgeState = req.state
     session = state.sessions.get(Params(req.params).string("session"))
     recorded = getattr(session.model, "requests", None)
-    if recorded is None:
+    if recorded is None or not getattr(session.model, "record", False):
         raise InvalidParams("The session's model does not record its requests.")
     return Result({"requests": [asdict(r) for r in recorded]})
 
