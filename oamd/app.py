@@ -1,34 +1,133 @@
-"""Wiring: the registry with every method set, per-connection state, and the served transports."""
+"""Wiring: the registry with every method set, per-connection state, and the served transports.
+
+Start-up loads only what answering ``initialize`` needs (the core methods, the rpc layer, the
+transport): every other namespace is listed from ``NAMESPACES`` at once and its module (with the
+agent, game and schema code under it) loads on the first call of one of its methods.
+"""
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
 from typing import Any
 
 from anyio.abc import ByteStream
 
 from oamd.agent.models import ModelFactory, ModelMaker
 from oamd.backends.base import LanguageModel, UnconfiguredModel
-from oamd.backends.scripted import ScriptedModel, parse_script
 from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS, MAX_LINE_BYTES, MAX_SESSIONS
-from oamd.methods import content, core, decision, npc, session, testing, validate, world
+from oamd.methods import core
 from oamd.methods.state import BridgeState, DaemonConfig
 from oamd.rpc import Connection, Registry
 from oamd.transport import stdio_stream
 
-__all__ = ["DaemonConfig", "build_registry", "default_config", "serve_stdio", "serve_stream"]
+__all__ = [
+    "NAMESPACES",
+    "DaemonConfig",
+    "build_registry",
+    "default_config",
+    "serve_stdio",
+    "serve_stream",
+]
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """A module of ``oamd.methods`` and what its ``register`` adds (``tests/test_app.py`` checks
+    the two agree), so ``initialize`` can list it before the module is loaded."""
+
+    module: str
+    methods: tuple[str, ...]
+    notifications: tuple[str, ...] = ()
+    client_requests: tuple[str, ...] = ()
+
+
+def _verbs(namespace: str, *verbs: str) -> tuple[str, ...]:
+    return tuple(f"{namespace}/{verb}" for verb in verbs)
+
+
+NAMESPACES = (
+    Namespace("validate", ("schema/validate", "tools/validate")),
+    Namespace(
+        "session",
+        _verbs(
+            "session",
+            "create",
+            "respond",
+            "cancel",
+            "delete",
+            "list",
+            "transcript",
+            "reset",
+            "setInstructions",
+            "setContextNote",
+            "setTools",
+            "compact",
+        ),
+        ("session/event", "tool/cancel"),
+        ("tool/call",),
+    ),
+    Namespace(
+        "npc",
+        _verbs(
+            "npc",
+            "create",
+            "talk",
+            "bark",
+            "state",
+            "restore",
+            "update",
+            "reset",
+            "cancel",
+            "delete",
+            "list",
+        ),
+        ("npc/event",),
+    ),
+    Namespace(
+        "world",
+        _verbs(
+            "world",
+            "create",
+            "get",
+            "set",
+            "merge",
+            "remove",
+            "snapshot",
+            "delete",
+            "list",
+            "subscribe",
+            "unsubscribe",
+        ),
+        ("world/changed",),
+    ),
+    Namespace("decision", _verbs("decision", "decide", "decideMany")),
+    Namespace("content", ("content/generate",)),
+)
+"""Every namespace besides the core one, in the order ``initialize`` lists their notifications."""
+
+TEST_NAMESPACE = Namespace("testing", ("test/sleep", "test/modelRequests"))
+
+
+def _loader(module: str) -> Any:
+    def load(registry: Registry) -> None:
+        importlib.import_module(f"oamd.methods.{module}").register(registry)
+
+    return load
 
 
 def build_registry(config: DaemonConfig) -> Registry:
     registry = Registry()
     core.register(registry)
-    validate.register(registry)
-    session.register(registry)
-    npc.register(registry)
-    world.register(registry)
-    decision.register(registry)
-    content.register(registry)
-    if config.test_methods:
-        testing.register(registry)
+    namespaces = [*NAMESPACES, TEST_NAMESPACE] if config.test_methods else NAMESPACES
+    for namespace in namespaces:
+        for method in namespace.notifications:
+            registry.declare_notification(method)
+        for method in namespace.client_requests:
+            registry.declare_client_request(method)
+        registry.register_on_first_use(
+            namespace.module, namespace.methods, _loader(namespace.module)
+        )
     return registry
 
 
@@ -36,6 +135,8 @@ def _scripted_maker(record: bool) -> ModelMaker:
     """Builds scripted models; they keep what they were shown only for ``test/modelRequests``."""
 
     def make(spec: dict[str, Any], path: str) -> LanguageModel:
+        from oamd.backends.scripted import ScriptedModel, parse_script  # loads with a session
+
         steps, fallback = parse_script(spec, path)
         return ScriptedModel(steps, fallback, record=record)
 

@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import anyio
 import orjson
@@ -25,7 +26,9 @@ from oamd.limits import (
     WRITE_GRACE_SECONDS,
 )
 from oamd.log import configure_logging
-from oamd.serve import EndpointError, ServeOptions, serve
+
+if TYPE_CHECKING:
+    from oamd.serve import ServeOptions
 
 __all__ = ["main"]
 
@@ -124,6 +127,8 @@ def _positive(text: str) -> int:
 
 
 def _serve_options(args: argparse.Namespace) -> ServeOptions:
+    from oamd.serve import ServeOptions
+
     return ServeOptions(
         unix=args.unix,
         tcp=args.tcp,
@@ -180,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         tool_timeout=args.tool_timeout,
     )
     if args.command == "serve":
+        from oamd.serve import EndpointError, serve  # sockets load only for `oamd serve`
+
         try:
             anyio.run(_closing, model, lambda: serve(config, _serve_options(args)))
         except EndpointError as exc:

@@ -1,22 +1,45 @@
-"""Logging: structlog to stderr (JSON by default), never to stdout, which carries the protocol."""
+"""Logging: structlog to stderr (JSON by default), never to stdout, which carries the protocol.
+
+structlog and its renderers load with the first line logged, not at start: ``oamd stdio`` answers
+``initialize`` without them, and at the default level (``warning``) most runs never log. Loggers
+are ``get_logger(name)`` proxies that every layer may import; the settings of
+``configure_logging`` apply whenever structlog loads, and a logger used before any configuration
+still writes to stderr.
+"""
 
 from __future__ import annotations
 
-import logging
 import sys
+from typing import Any
 
-import structlog
+__all__ = ["LEVELS", "configure_logging", "get_logger"]
 
-__all__ = ["configure_logging"]
+LEVELS = {"critical": 50, "error": 40, "warning": 30, "info": 20, "debug": 10, "notset": 0}
+"""Level names and their numbers (the standard library's), so none is imported to check them."""
+
+_settings: dict[str, Any] = {"level": LEVELS["warning"], "fmt": "json"}
+_structlog: Any = None
+"""The structlog module once configured."""
 
 
 def configure_logging(level: str = "info", fmt: str = "json") -> None:
-    numeric = logging.getLevelName(level.upper())
-    if not isinstance(numeric, int):
+    """Sets the level and the format (``json`` or ``console``) of every logger.
+
+    Raises:
+        ValueError: an unknown level name.
+    """
+    numeric = LEVELS.get(level.lower())
+    if numeric is None:
         raise ValueError(f"unknown log level: {level}")
+    _settings.update(level=numeric, fmt=fmt)
+    if _structlog is not None:
+        _apply(_structlog)
+
+
+def _apply(structlog: Any) -> None:
     renderer = (
         structlog.processors.JSONRenderer()
-        if fmt == "json"
+        if _settings["fmt"] == "json"
         else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
@@ -26,7 +49,37 @@ def configure_logging(level: str = "info", fmt: str = "json") -> None:
             structlog.processors.format_exc_info,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        wrapper_class=structlog.make_filtering_bound_logger(_settings["level"]),
         logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
+
+
+def _loaded() -> Any:
+    global _structlog
+    if _structlog is None:
+        import structlog
+
+        _apply(structlog)
+        _structlog = structlog
+    return _structlog
+
+
+class _Logger:
+    """Stands for ``structlog.get_logger(name)`` until the first call through it."""
+
+    __slots__ = ("_name", "_real")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._real: Any = None
+
+    def __getattr__(self, attribute: str) -> Any:
+        if self._real is None:
+            self._real = _loaded().get_logger(self._name)
+        return getattr(self._real, attribute)
+
+
+def get_logger(name: str) -> Any:
+    """A structlog logger for ``name`` that loads structlog when it first logs."""
+    return _Logger(name)

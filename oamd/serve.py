@@ -36,7 +36,6 @@ from typing import Any
 
 import anyio
 import orjson
-import structlog
 from anyio.abc import ByteStream, TaskGroup, TaskStatus
 
 from oamd._fair import FairGenerations
@@ -52,6 +51,7 @@ from oamd.limits import (
     MAX_SAFE_INTEGER,
     WRITE_GRACE_SECONDS,
 )
+from oamd.log import get_logger
 from oamd.methods.state import BridgeState, DaemonConfig
 from oamd.rpc import Connection, Registry, Request, Result, error_object
 from oamd.rpc.envelope import encode
@@ -68,7 +68,7 @@ from oamd.transport.sockets import (
 
 __all__ = ["EndpointError", "ServeOptions", "Server", "serve"]
 
-log = structlog.get_logger("oamd.serve")
+log = get_logger("oamd.serve")
 
 ACCEPT_RETRY_SECONDS = 0.1
 """Pause after a failed ``accept`` (out of file descriptors) before accepting again."""

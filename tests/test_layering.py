@@ -13,12 +13,12 @@ from oamd.rpc.errors import CODES
 ROOT = Path(__file__).resolve().parent.parent / "oamd"
 
 ALLOWED = {
-    "transport": {"transport", "limits", "errors"},
-    "rpc": {"rpc", "transport", "limits", "errors"},
-    "backends": {"backends", "limits", "errors"},
-    "agent": {"agent", "backends.base", "limits", "errors"},
-    "game": {"game", "agent", "backends.base", "limits", "errors"},
-    "methods": {"methods", "rpc", "agent", "game", "limits", "errors"},
+    "transport": {"transport", "limits", "errors", "log"},
+    "rpc": {"rpc", "transport", "limits", "errors", "log"},
+    "backends": {"backends", "limits", "errors", "log"},
+    "agent": {"agent", "backends.base", "limits", "errors", "log"},
+    "game": {"game", "agent", "backends.base", "limits", "errors", "log"},
+    "methods": {"methods", "rpc", "agent", "game", "limits", "errors", "log"},
     "client": {"client", "transport", "rpc.errors"},
 }
 

@@ -18,8 +18,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import structlog
-
 from oamd.agent.session import check_object_id, utc_now
 from oamd.agent.tools import ToolOutput
 from oamd.errors import LimitReached, SubscriptionNotFound, WorldError, WorldExists, WorldNotFound
@@ -40,6 +38,7 @@ from oamd.game._paths import (
     value_at,
 )
 from oamd.limits import MAX_SUBSCRIPTIONS, MAX_WORLDS
+from oamd.log import get_logger
 
 __all__ = [
     "READ_LIMIT_CHARS",
@@ -55,7 +54,7 @@ __all__ = [
     "write_world_tool",
 ]
 
-log = structlog.get_logger("oamd.game")
+log = get_logger("oamd.game")
 
 READ_LIMIT_CHARS = 1500
 """Longest JSON ``read_world_state`` returns before shortening the value (at least 100)."""

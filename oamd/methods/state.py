@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oamd.agent.models import ModelFactory
-from oamd.agent.session import SessionStore
+
+if TYPE_CHECKING:
+    from oamd.agent.session import SessionStore
 
 __all__ = ["BridgeState", "DaemonConfig"]
 
@@ -28,14 +30,22 @@ class BridgeState:
     """Per connection: every session, NPC and world lives here and dies with the connection."""
 
     config: DaemonConfig
-    sessions: SessionStore = field(init=False)
     extras: dict[str, Any] = field(default_factory=dict)
+    _sessions: SessionStore | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        self.sessions = SessionStore(self.config.max_sessions)
+    @property
+    def sessions(self) -> SessionStore:
+        """The connection's sessions, created by the first ``session/*`` call (the session
+        modules load on first use, not at start)."""
+        if self._sessions is None:
+            from oamd.agent.session import SessionStore
+
+            self._sessions = SessionStore(self.config.max_sessions)
+        return self._sessions
 
     def cancel_all_work(self) -> None:
         """Cancels every queued and running operation and forgets every object (shutdown)."""
-        self.sessions.clear()
+        if self._sessions is not None:
+            self._sessions.clear()
         for store in self.extras.values():
             store.clear()

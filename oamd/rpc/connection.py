@@ -35,7 +35,6 @@ from typing import Any
 
 import anyio
 import orjson
-import structlog
 from anyio.abc import ByteStream, TaskGroup, TaskStatus
 
 from oamd.errors import (
@@ -53,6 +52,7 @@ from oamd.limits import (
     SHUTDOWN_GRACE_SECONDS,
     WRITE_GRACE_SECONDS,
 )
+from oamd.log import get_logger
 from oamd.rpc.envelope import Message, decode_line, parse_message
 from oamd.rpc.errors import ParseError, error_object, to_wire_error
 from oamd.rpc.outbox import Outbox
@@ -61,7 +61,7 @@ from oamd.transport.framing import LineFramer, OversizedLine
 
 __all__ = ["Connection", "Gate", "Lifecycle", "PendingCall"]
 
-log = structlog.get_logger("oamd.rpc")
+log = get_logger("oamd.rpc")
 
 _loads = orjson.loads
 _MAX_ID = MAX_SAFE_INTEGER

@@ -12,9 +12,9 @@ import sys
 from typing import Any
 
 import orjson
-import structlog
 
 from oamd.errors import OamdError
+from oamd.log import get_logger
 
 __all__ = [
     "CODES",
@@ -25,7 +25,7 @@ __all__ = [
     "validation_message",
 ]
 
-log = structlog.get_logger("oamd.rpc")
+log = get_logger("oamd.rpc")
 
 CODES: dict[str, int] = {
     # JSON-RPC

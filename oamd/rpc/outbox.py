@@ -13,15 +13,15 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-import structlog
 from anyio.abc import ByteSendStream
 
 from oamd.limits import OUTBOX_HIGH_WATER_BYTES
+from oamd.log import get_logger
 from oamd.rpc.envelope import encode
 
 __all__ = ["Outbox"]
 
-log = structlog.get_logger("oamd.rpc")
+log = get_logger("oamd.rpc")
 
 
 class Outbox:

@@ -9,14 +9,19 @@ cannot await a turn by mistake and hold up every later request.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from oamd.errors import InternalError
+from oamd.log import get_logger
 
 if TYPE_CHECKING:
     from oamd.rpc.connection import Connection
 
 __all__ = ["Deferred", "Handler", "Registry", "Reply", "Request", "Result"]
+
+log = get_logger("oamd.rpc")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +80,32 @@ class Registry:
     def register(self, method: str, handler: Handler) -> None:
         """Adds (or replaces: extensions may override built-ins) the handler of ``method``."""
         self._handlers[method] = handler
+
+    def register_on_first_use(
+        self, what: str, methods: Sequence[str], load: Callable[[Registry], None]
+    ) -> None:
+        """Lists ``methods`` now and loads their handlers when one of them is first called:
+        ``load`` registers the real handlers in place of these stand-ins (start-up stays light).
+
+        A ``load`` that fails answers that request -32603 naming ``what`` and is tried again on
+        the next call; every other method keeps working.
+        """
+
+        def stand_in(req: Request) -> Reply:
+            try:
+                load(self)
+            except Exception as exc:
+                log.error("namespace_unavailable", namespace=what, exc_info=exc)
+                raise InternalError(
+                    f"The {what} methods could not be loaded ({type(exc).__name__}: {exc})."
+                ) from exc
+            handler = self._handlers.get(req.method)
+            if handler is None or handler is stand_in:
+                raise InternalError(f"The {what} methods do not include '{req.method}'.")
+            return handler(req)
+
+        for method in methods:
+            self._handlers[method] = stand_in
 
     def declare_notification(self, method: str) -> None:
         """Records a notification the daemon may send, for ``initialize``'s capabilities."""
