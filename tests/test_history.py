@@ -27,9 +27,9 @@ class Renderer:
     def __init__(self) -> None:
         self.rendered: list[str] = []
 
-    def __call__(self, entries: Sequence[dict[str, Any]]) -> tuple[str, int]:
+    def __call__(self, entries: Sequence[dict[str, Any]]) -> tuple[tuple[str, ...], int]:
         self.rendered.append(entries[0]["text"])
-        return entries[0]["text"], entries[0].get("tokens", 0)
+        return (entries[0]["text"], entries[-1]["text"]), entries[0].get("tokens", 0)
 
 
 def history_of(turns: int, *, tokens: int = 10) -> History:
@@ -40,7 +40,7 @@ def history_of(turns: int, *, tokens: int = 10) -> History:
 
 
 def sent(history: History, render: Renderer) -> list[str]:
-    return [t.value for t in history.window(KEY, render).turns]
+    return [t.value[0] for t in history.window(KEY, render).turns]
 
 
 def test_entries_are_grouped_into_turns_and_kept_whole():
@@ -80,7 +80,10 @@ def test_an_overflow_keeps_exactly_the_newest_turns_within_the_low_water_mark(tu
     kept = len(window.turns)
     low_water = LOW_WATER_SHARE * budget
     assert fixed + 10 * kept <= low_water < fixed + 10 * (kept + 1)  # one more would not fit
-    assert [t.value for t in window.turns] == [f"question {n}" for n in range(turns - kept, turns)]
+    assert [t.value[0] for t in window.turns] == [
+        f"question {n}" for n in range(turns - kept, turns)
+    ]
+    assert window.tokens == 10 * kept
     assert window.trimmed == 2 * (turns - kept)
 
 
@@ -92,7 +95,7 @@ def test_after_a_trim_the_window_keeps_its_first_turn_until_the_next_overflow():
         history.extend(turn(n))
         window = history.window(KEY, render)
         window.fit(fixed_tokens=0, budget=100)
-        firsts.append(window.turns[0].value)
+        firsts.append(window.turns[0].value[0])
         trimmed.append(window.trimmed)
     assert trimmed == sorted(trimmed)  # the window only moves forward
     changes = [n for n in range(1, 40) if firsts[n] != firsts[n - 1]]
@@ -100,10 +103,14 @@ def test_after_a_trim_the_window_keeps_its_first_turn_until_the_next_overflow():
     assert all(t % 2 == 0 for t in trimmed)  # whole turns
 
 
-def test_renderings_behind_the_window_are_released():
+def test_a_window_flattens_what_it_sends_and_releases_what_it_dropped():
     history, render = history_of(20), Renderer()
-    history.window(KEY, render).fit(0, 100)
-    assert sum(1 for t in history._turns if KEY in t.views) == 7
+    window = history.window(KEY, render)
+    window.fit(0, 100)
+    assert window.items == [
+        text for n in range(13, 20) for text in (f"question {n}", f"answer {n}")
+    ]
+    assert len(window.turns) == 7 and window.tokens == 70
     assert len(history.entries) == 40  # the transcript keeps every entry
 
 
@@ -111,7 +118,7 @@ def test_min_turns_stay_even_over_budget():
     history, render = history_of(3, tokens=100), Renderer()
     window = history.window(KEY, render)
     window.fit(fixed_tokens=50, budget=100, min_turns=1)
-    assert [t.value for t in window.turns] == ["question 2"] and window.trimmed == 4
+    assert [t.value[0] for t in window.turns] == ["question 2"] and window.trimmed == 4
 
 
 def test_windows_of_two_renderings_move_independently():
@@ -133,5 +140,24 @@ def test_a_turn_extended_after_it_was_rendered_is_rendered_again():
     history, render = History(turn(0)), Renderer()
     sent(history, render)
     history.extend([{"kind": "response", "text": "an afterthought"}])
-    sent(history, render)
+    window = history.window(KEY, render)
     assert render.rendered == ["question 0", "question 0"]
+    assert window.items == ["question 0", "an afterthought"] and window.tokens == 10
+
+
+@pytest.mark.anyio
+async def test_the_backends_count_replaces_each_estimate_once():
+    history, render = history_of(3), Renderer()
+    counted: list[str] = []
+
+    async def count(text: str) -> int:
+        counted.append(text)
+        return 25
+
+    window = history.window(KEY, render)
+    await window.count_with(count)
+    history.extend(turn(3))
+    window = history.window(KEY, render)
+    await window.count_with(count)
+    assert counted == [f"question {n}\nanswer {n}" for n in range(4)]
+    assert window.tokens == 100

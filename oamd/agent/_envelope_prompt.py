@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from oamd.agent._schema_text import envelope_example, render_fields, render_inline
-from oamd.agent.history import History, Rendered, Window
+from oamd.agent.history import History, Window
 from oamd.agent.tools import ToolDefinition, ToolOutput
 from oamd.backends.base import estimate_tokens
 
@@ -155,7 +155,7 @@ def _last_message(prompt: str) -> str:
 
 
 def render_body(
-    turns: Sequence[Rendered],
+    history_lines: Sequence[str],
     prompt: str,
     tool_lines: Sequence[str],
     task: str,
@@ -168,9 +168,7 @@ def render_body(
     and the task."""
     if plain:
         return prompt.strip() + (f"\n\n{task}" if task else "")
-    lines = ["Conversation:"]
-    for turn in turns:
-        lines.extend(turn.value)
+    lines = ["Conversation:", *history_lines]
     if prompt.strip():
         lines.append(f"{labels.user}: {prompt.strip()}")
     lines.extend(tool_lines)
@@ -350,9 +348,6 @@ async def fit_window(
     fixed = estimate_tokens(system) + estimate_tokens(rest)
     if not window.turns or fixed + window.tokens <= PRECISE_COUNT_SHARE * budget:
         return
-    for turn in window.turns:
-        if not turn.counted:
-            turn.tokens = await count("\n".join(turn.value))
-            turn.counted = True
+    await window.count_with(count)
     fixed = await count(system) + await count(rest)
     window.fit(fixed, budget, min_turns=MIN_RECENT_TURNS)

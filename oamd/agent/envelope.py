@@ -53,7 +53,6 @@ from oamd.agent.events import (
     TurnResult,
     TurnUsage,
 )
-from oamd.agent.history import Rendered
 from oamd.agent.loop import ToolExecutor, TurnSpec
 from oamd.agent.tools import ToolDefinition
 from oamd.backends.base import ChatMessage, GenerationRequest, TurnSnapshot
@@ -327,9 +326,9 @@ class _EnvelopeTurn:
     async def _request(
         self, kind: str, task: str, schema: dict[str, Any] | None, *, plain: bool = False
     ) -> tuple[GenerationRequest, int]:
-        def render(turns: Sequence[Rendered]) -> str:
+        def render(history_lines: Sequence[str]) -> str:
             return render_body(
-                turns, self.spec.prompt, self.calls.lines, task, self.labels, plain=plain
+                history_lines, self.spec.prompt, self.calls.lines, task, self.labels, plain=plain
             )
 
         window = history_window(self.spec.history, self.labels)
@@ -338,7 +337,7 @@ class _EnvelopeTurn:
             budget = capabilities.context_size - self.spec.reserved_response_tokens
             await fit_window(window, self.system, render([]), budget, self._count)
         messages = [ChatMessage("system", self.system)] if self.system else []
-        messages.append(ChatMessage("user", render(window.turns)))
+        messages.append(ChatMessage("user", render(window.items)))
         sampling = self.spec.sampling
         if kind in (DECIDE, TOOL_ARGUMENTS):
             sampling = replace(

@@ -1,18 +1,19 @@
 """A conversation's committed entries, kept as turns, and the window of them a model step sends.
 
 Owns the grouping of entries into turns (a turn starts at a ``prompt``; entries before the first
-prompt form a group of their own), a per-turn cache of each *rendering* a tool loop sends (chat
-messages for the native loop, labelled lines for the envelope loop) with its token figure, and per
-rendering a *window*: the oldest turn still sent. Guarantees:
+prompt form a group of their own) and, per *rendering* a tool loop sends (chat messages for the
+native loop, labelled lines for the envelope loop), a ``Window``: the turns from the oldest one
+still sent, each rendered with its token figure, everything they hold flattened into one list, and
+the sum of their tokens. Guarantees:
 
-- cost follows what is sent: a turn is rendered and estimated once, the first time a step sends
-  it; a step walks only the turns from the window on (and those it drops), never the whole
-  history, so turn 5,000 costs what turn 10 did;
+- cost follows what is sent: a turn is rendered once, when the window first takes it in; a step
+  adds the turns committed since the last one and reads the flattened list, so turn 5,000 costs
+  what turn 10 did;
 - trimming has hysteresis: a window moves forward only, and when the prompt overflows the budget
   it drops whole oldest turns down to ``LOW_WATER_SHARE`` of the budget, not just below it, so the
   next turns send the same first tokens and a prefix cache keeps hitting;
-- renderings of the turns a window left behind are released; the entries themselves are the
-  transcript's (``session/transcript``, saves) and are kept whole.
+- what a window dropped is released; the entries themselves are the transcript's
+  (``session/transcript``, saves) and are kept whole.
 
 A history is replaced, never edited in place, by restore, reset and compaction; its windows go
 with it.
@@ -20,7 +21,7 @@ with it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 __all__ = ["LOW_WATER_SHARE", "History", "Rendered", "Window"]
@@ -32,31 +33,82 @@ trim, all of them sharing the same first tokens."""
 
 Entry = dict[str, Any]
 
+Render = Callable[[Sequence[Entry]], tuple[Sequence[Any], int]]
+"""A turn's entries → the items a loop sends for them (messages, lines) and their tokens."""
+
 
 class Rendered:
     """One turn as a loop sends it, and its size in tokens: the chars/4 estimate until the
-    backend's tokenizer counted it (``counted``)."""
+    backend's tokenizer counted it."""
 
-    __slots__ = ("counted", "entries", "tokens", "value")
+    __slots__ = ("entries", "tokens", "value")
 
-    def __init__(self, value: Any, tokens: int, entries: int) -> None:
+    def __init__(self, value: Sequence[Any], tokens: int, entries: int) -> None:
         self.value = value
         self.tokens = tokens
         self.entries = entries
         """How many transcript entries the turn holds (what ``trimmedEntries`` counts)."""
-        self.counted = False
 
 
-Render = Callable[[Sequence[Entry]], tuple[Any, int]]
-"""A turn's entries → what a loop sends for them and its estimated tokens."""
+class Window:
+    """The turns one rendering still sends, oldest first: ``turns``, their items flattened in
+    ``items``, their tokens summed in ``tokens``, and the entries trimmed before them."""
 
+    __slots__ = ("_counted", "items", "start", "tokens", "trimmed", "turns")
 
-class _Turn:
-    __slots__ = ("entries", "views")
+    def __init__(self) -> None:
+        self.start = 0
+        """Index of the first turn sent among the history's turns."""
+        self.turns: list[Rendered] = []
+        self.items: list[Any] = []
+        self.tokens = 0
+        self.trimmed = 0
+        """Entries before the first turn sent (the step's ``trimmedEntries``)."""
+        self._counted = 0
+        """``turns[:_counted]`` carry the backend's own count."""
 
-    def __init__(self, first: Entry) -> None:
-        self.entries: list[Entry] = [first]
-        self.views: dict[Hashable, Rendered] = {}
+    def _take(self, turn: Rendered) -> None:
+        self.turns.append(turn)
+        self.items.extend(turn.value)
+        self.tokens += turn.tokens
+
+    def _drop_last(self) -> None:
+        turn = self.turns.pop()
+        del self.items[len(self.items) - len(turn.value) :]
+        self.tokens -= turn.tokens
+        self._counted = min(self._counted, len(self.turns))
+
+    async def count_with(self, count: Callable[[str], Awaitable[int]], join: str = "\n") -> None:
+        """Replaces the estimates of the turns not yet counted with ``count`` of their items
+        joined by ``join``: each turn is counted once in its life."""
+        for turn in self.turns[self._counted :]:
+            counted = await count(join.join(turn.value))
+            self.tokens += counted - turn.tokens
+            turn.tokens = counted
+        self._counted = len(self.turns)
+
+    def fit(self, fixed_tokens: int, budget: int, *, min_turns: int = 0) -> None:
+        """Keeps the window if it fits ``budget`` next to ``fixed_tokens`` (system text, the
+        current turn); otherwise drops whole oldest turns until the prompt is within
+        ``LOW_WATER_SHARE`` of the budget (never below ``min_turns`` turns), for good."""
+        total = fixed_tokens + self.tokens
+        if total <= budget:
+            return
+        low_water = LOW_WATER_SHARE * budget
+        dropped = items = entries = 0
+        while total > low_water and len(self.turns) - dropped > min_turns:
+            turn = self.turns[dropped]
+            total -= turn.tokens
+            items += len(turn.value)
+            entries += turn.entries
+            dropped += 1
+        if dropped:
+            del self.turns[:dropped]
+            del self.items[:items]
+            self.tokens = total - fixed_tokens
+            self.trimmed += entries
+            self.start += dropped
+            self._counted = max(0, self._counted - dropped)
 
 
 class History:
@@ -65,24 +117,28 @@ class History:
     __slots__ = ("_entry_count", "_prompts", "_turns", "_windows")
 
     def __init__(self, entries: Iterable[Entry] = ()) -> None:
-        self._turns: list[_Turn] = []
+        self._turns: list[list[Entry]] = []
         self._entry_count = 0
         self._prompts = 0
-        self._windows: dict[Hashable, int] = {}
-        """Per rendering key: the index of the oldest turn still sent."""
+        self._windows: dict[Hashable, Window] = {}
         self.extend(entries)
 
     def extend(self, entries: Iterable[Entry]) -> None:
         """Appends committed entries (a turn's, in one step)."""
         for entry in entries:
             if entry.get("kind") == "prompt" or not self._turns:
-                self._turns.append(_Turn(entry))
+                self._turns.append([entry])
                 self._prompts += entry.get("kind") == "prompt"
             else:
-                last = self._turns[-1]
-                last.entries.append(entry)
-                last.views.clear()  # a turn is rendered whole: the cached forms are stale
+                self._turns[-1].append(entry)
+                self._forget_last_turn()
             self._entry_count += 1
+
+    def _forget_last_turn(self) -> None:
+        """The last turn grew: windows that rendered it render it again when next asked."""
+        for window in self._windows.values():
+            if window.turns and window.start + len(window.turns) == len(self._turns):
+                window._drop_last()
 
     def __len__(self) -> int:
         """Entries, not turns."""
@@ -96,75 +152,19 @@ class History:
     @property
     def entries(self) -> list[Entry]:
         """Every entry in order: O(history), for transcripts and saves only."""
-        return [entry for turn in self._turns for entry in turn.entries]
+        return [entry for turn in self._turns for entry in turn]
 
     def after(self, cut: int) -> History:
         """A new history of the entries from index ``cut`` on (compaction keeps the recent ones)."""
         return History(self.entries[cut:])
 
     def window(self, key: Hashable, render: Render) -> Window:
-        """The turns the ``key`` rendering still sends, rendered (each turn once in its life)."""
-        start = self._windows.get(key, 0)
-        if start > len(self._turns):
-            start = 0
-        sent = []
-        for turn in self._turns[start:]:
-            rendered = turn.views.get(key)
-            if rendered is None:
-                value, tokens = render(turn.entries)
-                rendered = turn.views[key] = Rendered(value, tokens, len(turn.entries))
-            sent.append(rendered)
-        trimmed = self._entries_before(start)
-        return Window(self, key, start, sent, trimmed)
-
-    def _entries_before(self, start: int) -> int:
-        if start == 0:
-            return 0
-        if start * 2 <= len(self._turns):
-            return sum(len(t.entries) for t in self._turns[:start])
-        return self._entry_count - sum(len(t.entries) for t in self._turns[start:])
-
-    def _advance(self, key: Hashable, start: int, dropped: int) -> None:
-        """Moves ``key``'s window ``dropped`` turns past ``start`` and releases their renderings."""
-        for turn in self._turns[start : start + dropped]:
-            turn.views.pop(key, None)
-        self._windows[key] = start + dropped
-
-
-class Window:
-    """The turns a step may send, oldest first, with the entries already trimmed before them."""
-
-    __slots__ = ("_history", "_key", "_start", "trimmed", "turns")
-
-    def __init__(
-        self, history: History, key: Hashable, start: int, turns: list[Rendered], trimmed: int
-    ) -> None:
-        self._history = history
-        self._key = key
-        self._start = start
-        self.turns = turns
-        self.trimmed = trimmed
-        """Entries before the first turn sent (the step's ``trimmedEntries``)."""
-
-    @property
-    def tokens(self) -> int:
-        return sum(turn.tokens for turn in self.turns)
-
-    def fit(self, fixed_tokens: int, budget: int, *, min_turns: int = 0) -> None:
-        """Keeps the window if it fits ``budget`` next to ``fixed_tokens`` (system text, the
-        current turn); otherwise drops whole oldest turns until the prompt is within
-        ``LOW_WATER_SHARE`` of the budget (never below ``min_turns`` turns), for good."""
-        total = fixed_tokens + self.tokens
-        if total <= budget:
-            return
-        low_water = LOW_WATER_SHARE * budget
-        dropped = 0
-        while total > low_water and len(self.turns) - dropped > min_turns:
-            turn = self.turns[dropped]
-            total -= turn.tokens
-            self.trimmed += turn.entries
-            dropped += 1
-        if dropped:
-            self.turns = self.turns[dropped:]
-            self._history._advance(self._key, self._start, dropped)
-            self._start += dropped
+        """The ``key`` rendering's window, brought up to date: turns committed since it was last
+        asked for are rendered (once in their life) and taken in."""
+        window = self._windows.get(key)
+        if window is None:
+            window = self._windows[key] = Window()
+        for entries in self._turns[window.start + len(window.turns) :]:
+            value, tokens = render(entries)
+            window._take(Rendered(value, tokens, len(entries)))
+        return window

@@ -17,7 +17,13 @@ from oamd.agent.history import History, Window
 from oamd.agent.tools import ToolOutput
 from oamd.backends.base import ChatMessage, ToolCallRequest, estimate_tokens
 
-__all__ = ["MESSAGES", "entries_to_messages", "history_window", "turn_starts"]
+__all__ = [
+    "MESSAGES",
+    "entries_to_messages",
+    "history_window",
+    "message_tokens",
+    "turn_starts",
+]
 
 MESSAGES = "messages"
 """The history window key of the native loop's rendering."""
@@ -76,8 +82,8 @@ def _render(entries: Sequence[dict[str, Any]]) -> tuple[list[ChatMessage], int]:
 
 
 def history_window(history: History, fixed_tokens: int, budget: int, *, trim: bool) -> Window:
-    """The history turns a native step sends (``window.turns``, each a list of messages), fitted
-    to ``budget`` next to ``fixed_tokens`` unless ``trim`` is off."""
+    """The history a native step sends (``window.items``: its messages), fitted to ``budget``
+    next to ``fixed_tokens`` unless ``trim`` is off."""
     window = history.window(MESSAGES, _render)
     if trim:
         window.fit(fixed_tokens, budget)

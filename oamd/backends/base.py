@@ -143,6 +143,9 @@ class GenerationRequest:
     """What the step is for: ``answer``, ``structured``, ``decide``, ``toolArguments``…"""
     turn: TurnSnapshot | None = None
     """Set by the envelope loop (see ``TurnSnapshot``); ``None`` on the native loop."""
+    estimated_input_tokens: int | None = None
+    """The agent's chars/4 estimate of the whole prompt, from figures it keeps per history turn,
+    so a backend without a tokenizer can report usage without reading every message again."""
 
 
 @dataclass(frozen=True, slots=True)

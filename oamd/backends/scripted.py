@@ -296,7 +296,9 @@ class ScriptedModel(LanguageModel):
             step, text, delays = self._take(), None, True
         if step.delay_ms and delays:
             await anyio.sleep(step.delay_ms / 1000)
-        input_tokens = sum(estimate_tokens(m.content) for m in request.messages)
+        input_tokens = request.estimated_input_tokens
+        if input_tokens is None:
+            input_tokens = sum(estimate_tokens(m.content) for m in request.messages)
         if step.kind == "error":
             raise ModelError(step.value, step.message or f"Scripted {step.value}.")
         if text is not None:
