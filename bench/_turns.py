@@ -19,6 +19,7 @@ import orjson
 from _harness import OAMD_INITIALIZE, PYTHON, BenchError, Message, Server, ServerSpec, spawn
 
 TURN_TIMEOUT_S = 30.0
+_NOTIFICATION = b'{"jsonrpc":"2.0","method":"session/event"'
 
 TOOL = {
     "name": "look",
@@ -79,8 +80,8 @@ class TurnClient:
         now = perf_counter()
         replies = []
         for line in lines:
-            if not line:
-                continue
+            if not line or line.startswith(_NOTIFICATION):
+                continue  # events: the client would render them; here they cost it nothing
             msg = orjson.loads(line)
             method = msg.get("method")
             if method == "tool/call":

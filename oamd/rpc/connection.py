@@ -194,6 +194,7 @@ class Connection:
                     self._on_line(line)
                 else:
                     self._reject_oversized(line)
+            outbox.write_now()  # a chunk's few answers leave before the work other tasks queued
             if outbox.over_high_water:
                 await outbox.flush()  # backpressure: stop reading while the client is not
 

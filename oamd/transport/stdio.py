@@ -50,6 +50,21 @@ class _StdioStream(ByteStream):
             raise anyio.EndOfStream
         return data
 
+    def send_nowait(self, item: bytes) -> bool:
+        """Hands ``item`` to the pipe at once when it takes it without waiting (not paused by
+        flow control); ``False`` leaves it to ``send``."""
+        writer = self._writer
+        if writer is None or writer.transport.is_closing():
+            return False
+        protocol = writer._protocol  # FlowControlMixin: paused while the pipe is full
+        if getattr(protocol, "_paused", False):
+            return False
+        try:
+            writer.write(item)
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise anyio.BrokenResourceError from exc
+        return True
+
     async def send(self, item: bytes) -> None:
         try:
             if self._writer is not None:
