@@ -48,6 +48,11 @@ def tool_turn_steps(turns: int, style: str = "native") -> dict[str, Any]:
     return {"type": "scripted", "steps": steps, "style": style}
 
 
+def look(call: dict[str, Any]) -> str:
+    """The ``look`` tool's answer."""
+    return f"{call['arguments'].get('thing', '?')}: a jar"
+
+
 def rss_kib(pid: int) -> int:
     """Resident set size of a process in KiB (Linux ``/proc``)."""
     with open(f"/proc/{pid}/status", encoding="ascii") as status:
@@ -65,6 +70,8 @@ class TurnClient:
     done: dict[Any, Message] = field(default_factory=dict)
     on_reply: Callable[[Message, float], None] | None = None
     """Called with every response and the time its chunk was read (probes use it)."""
+    answer: Callable[[dict[str, Any]], Any] = field(default=lambda call: look(call))
+    """The engine's side of a ``tool/call``: the call → its output."""
 
     def send(self, method: str, params: dict[str, Any] | None = None) -> int:
         msg_id = self.server.take_ids(1)
@@ -85,10 +92,8 @@ class TurnClient:
             msg = orjson.loads(line)
             method = msg.get("method")
             if method == "tool/call":
-                thing = msg["params"]["call"]["arguments"].get("thing", "?")
-                replies.append(
-                    {"jsonrpc": "2.0", "id": msg["id"], "result": {"output": f"{thing}: a jar"}}
-                )
+                output = self.answer(msg["params"]["call"])
+                replies.append({"jsonrpc": "2.0", "id": msg["id"], "result": {"output": output}})
             elif method is None:
                 if "error" in msg:
                     raise self.server.error(f"error response: {line[:300]!r}")

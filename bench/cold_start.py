@@ -57,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
     lines = [f"cold start: spawn -> first reply, median of {args.runs} interleaved runs"]
-    lines += [f"  {name:<24}{r['median_ms']:>8.1f} ms  {r['vs_floor']:>5.2f}x" for name, r in report.items()]
+    lines += [
+        f"  {name:<24}{r['median_ms']:>8.1f} ms  {r['vs_floor']:>5.2f}x"
+        for name, r in report.items()
+    ]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 

@@ -59,7 +59,9 @@ def many_sessions(sessions: int, turns: int) -> dict:
 def one_long_session(turns: int) -> dict:
     with daemon() as client:
         pid = client.server.proc.pid
-        client.call("session/create", {"session": "s", "tools": [TOOL], "model": tool_turn_steps(turns)})
+        client.call(
+            "session/create", {"session": "s", "tools": [TOOL], "model": tool_turn_steps(turns)}
+        )
         created = rss_kib(pid)
         marks = {}
         for n in range(1, turns + 1):

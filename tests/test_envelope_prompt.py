@@ -87,8 +87,10 @@ async def test_the_tool_catalog_is_in_the_system_text_and_the_task_names_the_off
         '"bread" (menu item), "quantity": integer 1-10}'
     ) in system
     assert "- check_menu: List what the kitchen has today. Arguments: {}" in system
+    assert "Use a tool only if User's last message needs its information" in system
     text = user_text(decide)
-    assert "Arguments:" not in text  # the task stays short: names only
+    # the task stays short (tool names, the message, the question): the rules are cached above
+    assert "Arguments:" not in text and "Use a tool only if" not in text
     assert text.index("User: A stew, please.") < text.index(
         "Tools Assistant can use now: take_order, check_menu."
     )

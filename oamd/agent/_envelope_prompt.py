@@ -72,14 +72,23 @@ class Labels:
 
 
 def tool_catalog(tools: Sequence[ToolDefinition], labels: Labels) -> str:
-    """Every tool of the session, each with its description and arguments, as the model reads
-    them; which of them a step offers is the task's business."""
-    lines = [f"{labels.assistant} can use these tools:"]
+    """Every tool of the session, each with its description and arguments, and the rules of a
+    decide step, as the model reads them; which tools a step offers is the task's business."""
+    a, u = labels.assistant, labels.user
+    lines = [f"{a} can use these tools:"]
     for tool in tools:
         description = tool.description.strip() or "(no description)"
         lines.append(
             f"- {tool.name}: {description} Arguments: {render_inline(tool.schema.generation)}"
         )
+    lines.append(
+        f"When asked what {a} does next, answer with one JSON object and nothing else: "
+        '{"action": "<tool name>", "arguments": {…}} to use a tool, or, when allowed, '
+        f'{{"action": "respond", "arguments": {{}}}} to reply to {u} without one. Use a tool only '
+        f"if {u}'s last message needs its information or asks for what it does. Choose respond "
+        "for small talk, or when the conversation and the tool results in [brackets] already "
+        "have what is needed."
+    )
     return "\n".join(lines)
 
 
@@ -196,27 +205,21 @@ def decide_task(
     prompt: str,
     repair: Repair | None = None,
 ) -> str:
-    """Which of the catalog's tools this step offers, the question, and the answer's form."""
+    """Which of the catalog's tools this step offers, the question, and the answer's form; the
+    rules themselves are in the system text, so this stays short."""
     a, u = labels.assistant, labels.user
     names = ", ".join(tool.name for tool in tools)
     if allow_respond:
-        lines = [
-            f"Tools {a} can use now: {names}.",
-            f"{a} can also respond: reply to {u} without a tool.",
-        ]
+        lines = [f"Tools {a} can use now: {names}. {a} can also respond."]
     else:
         lines = [f"{a} must use one of the tools now: {names}."]
     if prompt.strip():
         lines.append(f'{u}\'s last message: "{_last_message(prompt)}"')
-    if allow_respond:
-        lines.append(
-            f"What does {a} do next? Use a tool only if {u}'s last message needs its information "
-            "or asks for what it does. Choose respond for small talk, or when the conversation "
-            "and the tool results in [brackets] already have what is needed."
-        )
     example = envelope_example(tools[0].name, tools[0].schema.generation)
     alternative = ' or {"action": "respond", "arguments": {}}' if allow_respond else ""
-    lines.append(f"Answer with one JSON object and nothing else, like {example}{alternative}.")
+    lines.append(
+        f"What does {a} do next? Answer with one JSON object, like {example}{alternative}."
+    )
     return _with_repair("\n".join(lines), repair)
 
 
