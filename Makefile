@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint format demo bench eval llama-server clean
+.PHONY: test lint format demo bench bench-cache eval llama-server clean
 
 # llama-cpp-python builds from source (about 6-9 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
@@ -43,8 +43,17 @@ format: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m oamd.demo --model '$(MODEL)'
 
+# Figures as ratios measured in one run (bench/README.md); about three minutes on two cores.
 bench: $(STAMP)
 	$(PY) bench/ping_throughput.py
+	$(PY) bench/cold_start.py
+	$(PY) bench/turn_cost.py
+	$(PY) bench/load.py
+	$(PY) bench/memory.py --tracemalloc
+
+# Opt-in: KV-cache reuse on the embedded model, this tree against an earlier revision (~1 min).
+bench-cache: $(STAMP)
+	$(PY) bench/cache.py
 
 # Live evals (not CI): the tool-choice scenarios of the sibling project against MODEL
 # (default: the embedded SmolLM2); RUNS repeats them. Prints a table; JSON with EVAL_JSON=path.
