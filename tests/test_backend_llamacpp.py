@@ -193,6 +193,32 @@ async def test_a_second_step_with_the_same_system_prefix_reuses_the_kv_cache(mod
     assert share >= 0.8, (usage_second, share)
 
 
+async def test_a_prefilled_system_text_is_cached_for_the_first_step(model):
+    await model.availability()  # loaded: prefill never loads the model itself
+    await model.prefill([ChatMessage("system", INNKEEPER)])
+    usage = usage_of(await collect(model, step("Hello there! Long road today.")))
+    assert usage.cached_input_tokens >= await model.count_tokens(INNKEEPER), usage
+
+
+async def test_prefill_neither_loads_the_model_nor_waits_for_a_running_step(model):
+    await model.prefill([ChatMessage("system", INNKEEPER)])
+    assert model.cached_availability() is None  # still not loaded
+    await model.availability()
+    running = anyio.Event()
+
+    async def long_step() -> None:
+        request = step("Tell me a story.", sampling=Sampling(greedy=True, max_tokens=48))
+        async for _ in model.generate(request):
+            running.set()  # the step holds the model from its first event on
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(long_step)
+        with anyio.fail_after(60):
+            await running.wait()
+        with anyio.fail_after(0.5):
+            await model.prefill([ChatMessage("system", "A different system text.")])
+
+
 async def test_with_a_ram_cache_interleaved_sessions_reuse_their_own_prefixes():
     guard = "You are Brom, a gruff but fair gate guard of Highcastle. Reply in one sentence."
     model = model_from_spec("llamacpp?cache=128")

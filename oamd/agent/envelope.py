@@ -55,10 +55,10 @@ from oamd.agent.events import (
 )
 from oamd.agent.loop import ToolExecutor, TurnSpec
 from oamd.agent.tools import ToolDefinition
-from oamd.backends.base import ChatMessage, GenerationRequest, TurnSnapshot
+from oamd.backends.base import ChatMessage, GenerationRequest, LanguageModel, TurnSnapshot
 from oamd.errors import InvalidRequest, ModelError
 
-__all__ = ["STEP_KINDS", "run_envelope_turn"]
+__all__ = ["STEP_KINDS", "run_envelope_turn", "warm_up"]
 
 DECIDE, TOOL_ARGUMENTS, RESPOND, STRUCTURED = "decide", "toolArguments", "respond", "structured"
 STEP_KINDS = (DECIDE, TOOL_ARGUMENTS, RESPOND, STRUCTURED)
@@ -90,6 +90,25 @@ class _Failed:
 
 
 _Outcome = _Chosen | _Failed | Respond
+
+
+async def warm_up(
+    model: LanguageModel,
+    instructions: str | None,
+    tools: Sequence[ToolDefinition],
+    *,
+    user_label: str = "User",
+    assistant_label: str = "Assistant",
+) -> None:
+    """Has a text-only model with a prefix cache evaluate the system text its turns will start
+    with (instructions, context note, tool catalog: the same bytes the first step sends), so the
+    first turn finds it cached. Best effort; does nothing on other models."""
+    capabilities = model.capabilities
+    if capabilities.native_tools or not capabilities.prefix_cache:
+        return
+    system = system_text(instructions, tools, Labels(user_label, assistant_label))
+    if system:
+        await model.prefill([ChatMessage("system", system)])
 
 
 async def run_envelope_turn(

@@ -168,6 +168,12 @@ class LlamaRuntime:
             **options,
         )
 
+    def prefill(self, tokens: list[int]) -> None:
+        """Evaluates ``tokens`` into the KV cache (past the prefix it already holds) by decoding
+        one token after them, through the public completion API; the next step that starts with
+        them re-evaluates none of them but the last."""
+        self.llm.create_completion(tokens, max_tokens=1, temperature=0.0)
+
     def generated_tokens(self, prompt_length: int) -> int:
         """Tokens decoded past the prompt by the step that just ran."""
         return max(0, self.llm.n_tokens - prompt_length)

@@ -197,6 +197,13 @@ class LanguageModel(ABC):
     async def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)
 
+    async def prefill(self, messages: list[ChatMessage]) -> None:
+        """Evaluates the prompt ``messages`` begin, ahead of the step that will send them, into a
+        prefix cache (``capabilities.prefix_cache``). Best effort: a backend may skip it (not
+        loaded, busy) and must never delay a step for long because of it. The default does
+        nothing."""
+        return None
+
     async def aclose(self) -> None:
         """Releases the backend's resources (processes, threads, JVM objects)."""
         return None

@@ -43,6 +43,7 @@ from oamd.backends._packaged_model import (
 )
 from oamd.backends.base import (
     Availability,
+    ChatMessage,
     GenerationEvent,
     GenerationRequest,
     LanguageModel,
@@ -297,6 +298,23 @@ class LlamaCppModel(LanguageModel):
                     await self._run(_close_chunks, chunks)
             output = await self._run(runtime.generated_tokens, len(tokens))
         yield Usage(0, 0, output)
+
+    async def prefill(self, messages: list[ChatMessage]) -> None:
+        """Evaluates ``messages``' prompt when the model is loaded and idle; otherwise does
+        nothing (it never loads the model nor waits behind a step)."""
+        runtime = self._runtime
+        if self._state is not _State.READY or runtime is None:
+            return
+        try:
+            self._step_gate.acquire_nowait()
+        except anyio.WouldBlock:
+            return  # a step holds the model: it evaluates its own prompt anyway
+        try:
+            tokens, _ = await self._run(runtime.prompt_tokens, messages)
+            if len(tokens) < runtime.context_size:
+                await self._run(runtime.prefill, tokens)
+        finally:
+            self._step_gate.release()
 
     async def count_tokens(self, text: str) -> int:
         if self._state is not _State.READY or self._runtime is None:

@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from oamd.agent.compaction import CompactionPlan, render_lines
+from oamd.agent.envelope import warm_up
 from oamd.agent.events import ToolCompleted, ToolStarted
 from oamd.agent.history import History
 from oamd.agent.loop import run_turn
@@ -119,7 +120,23 @@ def _insert(req: Request, npc: Npc, warnings: list[str]) -> Result:
     if npc.world is not None:
         world_store(req).attach_npc(npc.world)
     names = tool_names(npc.options, [t.name for t in npc.tools], npc.world is not None)
+    if npc.model.capabilities.prefix_cache:
+        req.conn.start_deferred(None, lambda: _warm(npc), respond=False)
     return Result({"npc": npc.id, "tools": names, "warnings": warnings})
+
+
+def _turn_setup(npc: Npc) -> tuple[Any, list[Any], str]:
+    """A talk turn's memory draft, tools and system instructions, as the NPC stands now."""
+    draft = new_draft(npc)
+    tools = npc_tools(npc, draft, npc_world_tools(npc))
+    return draft, tools, npc_instructions(npc, [t.name for t in tools])
+
+
+async def _warm(npc: Npc) -> None:
+    """The model evaluates the NPC's system text ahead of its first line (background work, a
+    text-only model with a prefix cache), so that line finds it cached."""
+    _, tools, instructions = _turn_setup(npc)
+    await warm_up(npc.model, instructions, tools)
 
 
 def create(req: Request) -> Result:
@@ -209,9 +226,7 @@ def talk(req: Request) -> Deferred:
     tracker, on_event = _npc_events(driver, npc)
 
     async def work(op: Operation) -> dict[str, Any]:
-        draft = new_draft(npc)
-        tools = npc_tools(npc, draft, npc_world_tools(npc))
-        instructions = npc_instructions(npc, [t.name for t in tools])
+        draft, tools, instructions = _turn_setup(npc)
         prompt = talk_prompt(line, context, game_state(npc))
         outcome = await run_talk(
             npc, prompt, choice, instructions, tools, on_event, driver.execute, tracker, draft

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from oamd.agent.compaction import compact_history
+from oamd.agent.envelope import warm_up
 from oamd.agent.history import History
 from oamd.agent.loop import TurnSpec, run_turn
 from oamd.agent.params import Params
@@ -101,7 +102,26 @@ def create(req: Request) -> Result:
         session.history = History(restored.entries)
         session.context_note = restored.context_note
     store.add(session)
+    _warm(req, session)
     return Result({"session": session_id, "warnings": warnings})
+
+
+def _warm(req: Request, session: Session) -> None:
+    """Background work, answered to nobody: the model evaluates the session's system text
+    while the game gets on with its next request (text-only models with a prefix cache)."""
+    if not session.model.capabilities.prefix_cache:
+        return
+
+    async def work() -> None:
+        await warm_up(
+            session.model,
+            session.effective_instructions,
+            session.tools,
+            user_label=session.options.user_label,
+            assistant_label=session.options.assistant_label,
+        )
+
+    req.conn.start_deferred(None, work, respond=False)
 
 
 def respond(req: Request) -> Deferred:
