@@ -363,7 +363,7 @@ async def test_a_schema_turn_returns_a_value_valid_against_the_schema():
     assert [s["kind"] for s in result["steps"]] == ["structured"]
 
 
-async def test_every_step_after_the_first_reuses_the_instructions_from_the_kv_cache():
+async def test_every_step_reuses_the_instructions_from_the_kv_cache_the_first_after_warm_up():
     model = RecordingModel()
     try:
         async with memory_daemon(default_config(model), tool_handler=take_order) as client:
@@ -384,10 +384,9 @@ async def test_every_step_after_the_first_reuses_the_instructions_from_the_kv_ca
     finally:
         await model.aclose()
     kinds = [kind for kind, _ in model.usage]
-    later = [usage for _, usage in model.usage[1:]]
     assert "decide" in kinds and "respond" in kinds
-    assert model.usage[0][1].cached_input_tokens == 0
-    assert all(usage.cached_input_tokens >= instructions for usage in later), model.usage
+    # session/create had the loaded model evaluate the system text: the first step finds it too
+    assert all(usage.cached_input_tokens >= instructions for _, usage in model.usage), model.usage
 
 
 STDIO_LAUNCHER = (
