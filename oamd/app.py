@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
-
-from anyio.abc import ByteStream
+from typing import TYPE_CHECKING, Any
 
 from oamd.agent.models import ModelFactory, ModelMaker
 from oamd.backends.base import LanguageModel, UnconfiguredModel
 from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS, MAX_LINE_BYTES, MAX_SESSIONS
 from oamd.methods import core
 from oamd.methods.state import BridgeState, DaemonConfig
-from oamd.rpc import Connection, Registry
-from oamd.transport import stdio_stream
+from oamd.rpc import Registry
+
+if TYPE_CHECKING:
+    from anyio.abc import ByteStream
 
 __all__ = [
     "NAMESPACES",
@@ -169,10 +169,13 @@ async def serve_stream(
     config: DaemonConfig,
     *,
     registry: Registry | None = None,
+    state: BridgeState | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> None:
     """Serves one connection until it closes; its sessions die with it."""
-    state = BridgeState(config)
+    from oamd.rpc import Connection  # the event loop's side loads once serving begins
+
+    state = state or BridgeState(config)
 
     async def on_close() -> None:
         state.cancel_all_work()
@@ -188,6 +191,19 @@ async def serve_stream(
         await conn.run()
 
 
-async def serve_stdio(config: DaemonConfig, *, max_line_bytes: int = MAX_LINE_BYTES) -> None:
-    async with stdio_stream() as stream:
-        await serve_stream(stream, config, max_line_bytes=max_line_bytes)
+async def serve_stdio(
+    config: DaemonConfig,
+    *,
+    registry: Registry | None = None,
+    state: BridgeState | None = None,
+    initial: bytes = b"",
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> None:
+    """Serves stdin/stdout; ``initial``: what was read before (``oamd.early_initialize``), with
+    the ``registry`` and ``state`` that answered it."""
+    from oamd.transport import stdio_stream
+
+    async with stdio_stream(initial=initial) as stream:
+        await serve_stream(
+            stream, config, registry=registry, state=state, max_line_bytes=max_line_bytes
+        )

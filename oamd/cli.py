@@ -10,11 +10,10 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-import anyio
 import orjson
 
 from oamd import __version__
-from oamd.app import default_config, serve_stdio
+from oamd.app import build_registry, default_config, serve_stdio
 from oamd.backends.base import Availability, LanguageModel, UnconfiguredModel
 from oamd.limits import (
     AUTH_TIMEOUT_SECONDS,
@@ -29,6 +28,7 @@ from oamd.limits import (
 from oamd.log import configure_logging
 
 if TYPE_CHECKING:
+    from oamd.methods.state import DaemonConfig
     from oamd.serve import ServeOptions
 
 __all__ = ["main"]
@@ -159,6 +159,8 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
 
 async def _closing(model: LanguageModel, run: Callable[[], Awaitable[None]]) -> None:
     """Runs the server, then releases the backend (HTTP clients, a loaded llama.cpp model)."""
+    import anyio
+
     try:
         await run()
     finally:
@@ -186,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     model = _model_from_spec(args.model)
     if args.command == "check":
+        import anyio
+
         availability = anyio.run(_checked, model)
         sys.stdout.write(orjson.dumps(availability.to_wire()).decode() + "\n")
         return 0 if availability.available else EXIT_UNAVAILABLE
@@ -198,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         tool_timeout=args.tool_timeout,
     )
     if args.command == "serve":
+        import anyio
+
         from oamd.serve import EndpointError, serve  # sockets load only for `oamd serve`
 
         try:
@@ -208,8 +214,30 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:  # a second Ctrl-C during the drain
             return 130
         return 0
+    return _serve_stdio(config, model, args.max_line_bytes)
+
+
+def _serve_stdio(config: DaemonConfig, model: LanguageModel, max_line_bytes: int) -> int:
+    """A leading ``initialize`` is answered before the event loop's libraries load."""
+    from oamd.early_initialize import answer_initialize
+    from oamd.methods.state import BridgeState
+
+    registry, state = build_registry(config), BridgeState(config)
     try:
-        anyio.run(_closing, model, lambda: serve_stdio(config, max_line_bytes=args.max_line_bytes))
+        initial = answer_initialize(registry, state)
+        import anyio
+
+        anyio.run(
+            _closing,
+            model,
+            lambda: serve_stdio(
+                config,
+                registry=registry,
+                state=state,
+                initial=initial,
+                max_line_bytes=max_line_bytes,
+            ),
+        )
     except KeyboardInterrupt:
         return 130
     return 0

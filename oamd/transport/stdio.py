@@ -35,13 +35,18 @@ class _StdioStream(ByteStream):
         writer: asyncio.StreamWriter | None,
         in_fd: int,
         out_fd: int,
+        initial: bytes = b"",
     ) -> None:
+        self._initial = initial
         self._reader = reader
         self._writer = writer
         self._in_fd = in_fd
         self._out_fd = out_fd
 
     async def receive(self, max_bytes: int = _CHUNK) -> bytes:
+        if self._initial:
+            data, self._initial = self._initial, b""
+            return data
         if self._reader is not None:
             data = await self._reader.read(max_bytes)
         else:
@@ -91,8 +96,11 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 @asynccontextmanager
-async def stdio_stream(guard_stdout: bool = True) -> AsyncIterator[ByteStream]:
-    """Yields a byte stream over stdin/stdout; with ``guard_stdout``, fd 1 points at stderr meanwhile."""
+async def stdio_stream(
+    guard_stdout: bool = True, initial: bytes = b""
+) -> AsyncIterator[ByteStream]:
+    """Yields a byte stream over stdin/stdout; with ``guard_stdout``, fd 1 points at stderr
+    meanwhile. ``initial``: bytes already read from stdin, received first."""
     loop = asyncio.get_running_loop()
     in_fd = sys.stdin.fileno()
     out_fd = os.dup(1)  # the protocol's private copy of stdout; not inherited by children
@@ -117,7 +125,7 @@ async def stdio_stream(guard_stdout: bool = True) -> AsyncIterator[ByteStream]:
                 lambda: asyncio.streams.FlowControlMixin(loop=loop), out_file
             )
             writer = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
-        yield _StdioStream(reader, writer, in_fd, out_fd)
+        yield _StdioStream(reader, writer, in_fd, out_fd, initial)
     finally:
         if writer is not None:
             writer.close()

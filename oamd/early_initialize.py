@@ -1,0 +1,100 @@
+"""``oamd stdio`` answers a leading ``initialize`` before the event loop exists.
+
+Engines spawn the daemon and send ``initialize`` first. Answering it needs the core handler, the
+registry's method list and the system model's availability when that is known without I/O; it does
+not need asyncio and anyio, whose imports are most of the daemon's start-up (about 50 ms of 100 on
+two cores). So the first read happens here, with a plain blocking ``os.read``: when it holds a
+complete, well-formed ``initialize`` request whose answer is ready, the answer is written to fd 1
+at once, and everything read after that line is handed to the served connection, which reads on
+from there. Anything else (another method, a partial or bad line, an answer that needs I/O) is
+handed over unanswered, and the connection handles it exactly as if it had read it itself.
+
+Nothing here imports the event loop, the rpc connection or the transports.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+
+from oamd.limits import MAX_SAFE_INTEGER
+from oamd.methods.state import BridgeState
+from oamd.rpc.envelope import encode
+from oamd.rpc.errors import to_wire_error
+from oamd.rpc.registry import Registry, Request, Result
+
+__all__ = ["FIRST_READ_BYTES", "answer_initialize"]
+
+FIRST_READ_BYTES = 65536
+"""The first read; an ``initialize`` line is a few hundred bytes."""
+
+
+class _Early:
+    """Stands for the connection while its ``initialize`` is answered: handlers read ``state``."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: BridgeState) -> None:
+        self.state = state
+
+
+def _initialize_request(line: bytes) -> tuple[Any, dict[str, Any]] | None:
+    """``(id, params)`` of a well-formed ``initialize`` request, else ``None``."""
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if type(message) is not dict or message.get("jsonrpc") != "2.0":
+        return None
+    if message.get("method") != "initialize" or set(message) - {
+        "jsonrpc",
+        "id",
+        "method",
+        "params",
+    }:
+        return None
+    msg_id = message.get("id")
+    if not (type(msg_id) is str or (type(msg_id) is int and abs(msg_id) <= MAX_SAFE_INTEGER)):
+        return None
+    params = message.get("params", {})
+    if type(params) is not dict:
+        return None
+    return msg_id, params
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def answer_initialize(
+    registry: Registry, state: BridgeState, in_fd: int = 0, out_fd: int = 1
+) -> bytes:
+    """Reads once from ``in_fd``; answers a leading ``initialize`` on ``out_fd`` when it can.
+
+    Returns the bytes read and not consumed (the connection starts with them): everything after
+    the answered line, or everything read when nothing was answered. An empty result with nothing
+    answered means end of input.
+    """
+    data = os.read(in_fd, FIRST_READ_BYTES)
+    end = data.find(b"\n")
+    if end < 0:
+        return data
+    request = _initialize_request(data[:end])
+    handler = registry.get("initialize")
+    if request is None or handler is None:
+        return data
+    msg_id, params = request
+    try:
+        reply = handler(Request(_Early(state), msg_id, "initialize", params))  # type: ignore[arg-type]
+    except Exception as exc:
+        answer: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "error": to_wire_error(exc)}
+    else:
+        if type(reply) is not Result:
+            return data  # the answer needs I/O (a model to load): the connection awaits it
+        answer = {"jsonrpc": "2.0", "id": msg_id, "result": reply.value}
+    _write_all(out_fd, encode(answer))
+    return data[end + 1 :]
