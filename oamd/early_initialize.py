@@ -19,9 +19,10 @@ from typing import Any
 
 import orjson
 
+from oamd.errors import InvalidMessage
 from oamd.limits import MAX_SAFE_INTEGER
 from oamd.methods.state import BridgeState
-from oamd.rpc.envelope import encode
+from oamd.rpc.envelope import check_nesting, encode
 from oamd.rpc.errors import to_wire_error
 from oamd.rpc.registry import Registry, Request, Result
 
@@ -43,8 +44,9 @@ class _Early:
 def _initialize_request(line: bytes) -> tuple[Any, dict[str, Any]] | None:
     """``(id, params)`` of a well-formed ``initialize`` request, else ``None``."""
     try:
+        check_nesting(line)
         message = orjson.loads(line)
-    except orjson.JSONDecodeError:
+    except (InvalidMessage, orjson.JSONDecodeError):
         return None
     if type(message) is not dict or message.get("jsonrpc") != "2.0":
         return None

@@ -9,6 +9,7 @@ __all__ = [
     "MAX_CONCURRENT_GENERATIONS",
     "MAX_CONNECTIONS",
     "MAX_ID_CHARS",
+    "MAX_JSON_DEPTH",
     "MAX_LINE_BYTES",
     "MAX_NPCS",
     "MAX_OUTBOX_BYTES",
@@ -30,6 +31,12 @@ PROTOCOL_VERSION = "1.0"
 
 MAX_SAFE_INTEGER = 2**53 - 1
 """Largest numeric request id in magnitude; beyond it (or non-finite) the message fails -32600."""
+
+MAX_JSON_DEPTH = 128
+"""Deepest nesting of arrays and objects in one input line. A deeper line is answered -32600
+(``invalid_message``, id ``null``, ``data.limit``) and nothing in it reaches a handler, so every
+value the daemon is given (params, tool outputs, ``tool/call`` replies, world values, schemas,
+scripts) stays well within what its recursive code and its encoder handle."""
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """Default longest input line; a longer one is skipped unread and answered -32600 (``--max-line``)."""

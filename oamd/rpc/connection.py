@@ -53,7 +53,7 @@ from oamd.limits import (
     WRITE_GRACE_SECONDS,
 )
 from oamd.log import get_logger
-from oamd.rpc.envelope import Message, decode_line, parse_message
+from oamd.rpc.envelope import Message, check_nesting, decode_line, parse_message
 from oamd.rpc.errors import ParseError, error_object, to_wire_error
 from oamd.rpc.outbox import Outbox
 from oamd.rpc.registry import Deferred, Registry, Request, Result
@@ -203,6 +203,11 @@ class Connection:
         self._reader_scope.cancel()
 
     def _dispatch_line(self, line: bytes) -> None:
+        try:
+            check_nesting(line)
+        except InvalidMessage as exc:
+            self._send_error(None, to_wire_error(exc))
+            return
         try:
             obj = _loads(line)
         except JSONDecodeError:

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import orjson
 
 from oamd.errors import InvalidMessage
-from oamd.limits import MAX_SAFE_INTEGER
+from oamd.limits import MAX_JSON_DEPTH, MAX_SAFE_INTEGER
 from oamd.rpc.errors import ParseError
 
-__all__ = ["Message", "decode_line", "encode", "parse_message"]
+__all__ = ["Message", "check_nesting", "decode_line", "encode", "parse_message"]
 
 
 class Message:
@@ -49,6 +50,31 @@ _NO_ID = object()
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(name)
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def check_nesting(line: bytes, limit: int = MAX_JSON_DEPTH) -> None:
+    """Refuses a line nesting arrays and objects deeper than ``limit``, before any parser or
+    handler recurses into it. A line with fewer opening brackets than that costs two counts.
+
+    Raises:
+        InvalidMessage: the line nests too deep (answered with id ``null``).
+    """
+    if line.count(b"[") + line.count(b"{") <= limit:
+        return
+    depth = 0
+    for bracket in _BRACKET.findall(_STRING.sub(b'""', line)):
+        if bracket in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                raise InvalidMessage(
+                    f"Invalid request: the JSON nests deeper than {limit} levels.", limit=limit
+                )
+        else:
+            depth -= 1
 
 
 def decode_line(line: bytes) -> Any:
