@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import math
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -71,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="oamd", description=__doc__, parents=[common])
     sub = parser.add_subparsers(dest="command", required=True)
     serving = argparse.ArgumentParser(add_help=False, parents=[common])
-    serving.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES)
+    serving.add_argument("--max-line-bytes", type=_positive, default=MAX_LINE_BYTES)
     serving.add_argument(
         "--no-scripted",
         "--no-scripted-models",
@@ -79,10 +80,10 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="disable scripted models",
     )
-    serving.add_argument("--max-sessions", type=int, default=MAX_SESSIONS)
+    serving.add_argument("--max-sessions", type=_positive, default=MAX_SESSIONS)
     serving.add_argument(
         "--tool-timeout",
-        type=float,
+        type=_seconds,
         default=DEFAULT_TOOL_TIMEOUT_SECONDS,
         help="seconds the engine has to answer a tool/call (0 = forever)",
     )
@@ -125,16 +126,31 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-outbox-bytes", type=_positive, default=MAX_OUTBOX_BYTES)
     p.add_argument(
         "--auth-timeout",
-        type=float,
+        type=_seconds,
         default=AUTH_TIMEOUT_SECONDS,
         help="seconds a client has to authenticate",
     )
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    """A whole number of at least 1 (argparse reports the message and exits 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """A finite number of seconds, at least 0 (nan or a negative value would mean "forever")."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, not {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, not {text}")
     return value
 
 
