@@ -26,4 +26,3 @@ def test_a_meaningless_value_is_refused_with_its_reason(argv, reason, capsys):
         main(argv)
     assert info.value.code == 2
     assert reason in capsys.readouterr().err
-

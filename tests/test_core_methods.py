@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import orjson
 import pytest
 from conftest import memory_daemon
 from contract import METHODS
@@ -76,4 +77,18 @@ async def test_shutdown_cancels_work_answers_then_rejects_everything_after():
         assert late["error"]["code"] == -32023
         assert late["error"]["data"]["code"] == "shut_down"
         order = [m.get("id") for m in client.received]
-        assert order.index(sleeper) < order.index(shutdown)
+        assert order.index(sleeper) < order.index(shutdown) < order.index(later)
+
+
+async def test_requests_pipelined_behind_shutdown_are_answered_after_it_in_arrival_order():
+    """§2: arrival order. ``shutdown``'s response comes first, then -32023 for each request
+    read after it (once the response is out the connection closes and reads nothing more)."""
+    async with memory_daemon() as client:
+        lines = [{"jsonrpc": "2.0", "id": "bye", "method": "shutdown"}]
+        lines += [{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in range(3)]
+        await client.send_raw(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+        with anyio.fail_after(5):
+            await client.closed()
+    answered = [m["id"] for m in client.received]
+    assert answered == ["bye", 0, 1, 2]
+    assert all(m["error"]["data"]["code"] == "shut_down" for m in client.received[1:])

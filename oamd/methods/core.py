@@ -81,7 +81,7 @@ def register(registry: Registry) -> None:
     def shutdown(req: Request) -> Deferred:
         conn = req.conn
         state: BridgeState = req.state
-        conn.begin_shutdown()  # every later request fails -32023, in arrival order
+        conn.begin_shutdown(reply_pending=True)  # later requests fail -32023, after this reply
         state.cancel_all_work()
 
         async def work() -> dict[str, Any]:

@@ -148,6 +148,9 @@ class Connection:
         self._outgoing: dict[str, PendingCall] = {}
         self._outgoing_ids = itertools.count(1)
         self._close_after_reply = False
+        self._held_replies: list[dict[str, Any]] | None = None
+        """While a ``shutdown`` response is pending: the -32023 answers to requests read after it,
+        sent right after that response (arrival order)."""
         self._input_closed = False
         self._gate = gate
         self._hangup_on_eof = hangup_on_eof
@@ -337,10 +340,20 @@ class Connection:
         if respond:
             self.outbox.send(message)
             if self._close_after_reply:
+                self._release_held_replies()  # after shutdown's own response, in arrival order
                 self._reader_scope.cancel()
 
     def _send_error(self, msg_id: Any, error: dict[str, Any]) -> None:
-        self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+        message = {"jsonrpc": "2.0", "id": msg_id, "error": error}
+        if self._held_replies is not None:
+            self._held_replies.append(message)
+        else:
+            self.outbox.send(message)
+
+    def _release_held_replies(self) -> None:
+        held, self._held_replies = self._held_replies, None
+        for message in held or ():
+            self.outbox.send(message)
 
     # ---- requests to the client ------------------------------------------------------------
 
@@ -368,10 +381,15 @@ class Connection:
 
     # ---- shutdown -----------------------------------------------------------------------------
 
-    def begin_shutdown(self) -> None:
-        """From now on every request fails -32023; in-flight work keeps running until cancelled."""
+    def begin_shutdown(self, *, reply_pending: bool = False) -> None:
+        """From now on every request fails -32023; in-flight work keeps running until cancelled.
+
+        ``reply_pending``: a ``shutdown`` request's response is still to come; the -32023 answers
+        wait for it (``close_after_reply``), so answers keep the order the requests came in."""
         if self.lifecycle is Lifecycle.RUNNING:
             self.lifecycle = Lifecycle.SHUT_DOWN
+            if reply_pending:
+                self._held_replies = []
 
     def stop_reading(self) -> None:
         """Stops reading at once; ``run`` then closes as at end of input (``oamd serve`` drains)."""
@@ -408,6 +426,7 @@ class Connection:
                         await self._on_close()
                 except Exception:
                     log.exception("on_close_failed")
+            self._release_held_replies()  # shutdown's own response, if any, is queued by now
             with anyio.move_on_after(WRITE_GRACE_SECONDS):
                 await self.outbox.flush()
 
