@@ -27,37 +27,11 @@ import orjson
 from _harness import OAMD_INITIALIZE, PYTHON, REPO_ROOT, ServerSpec, percentile, spawn
 from _turns import TurnClient
 
+from oamd.demo import MENU, MIRA, TAVERN_TOOLS
+
 BEFORE = "b6b2497"
 """The last revision before the cache-friendly layout (catalog in the task, trimming to the limit)."""
 
-MENU = {"stew": 5, "ale": 3, "bread": 1, "cider": 4}
-PERSONA = {
-    "name": "Mira",
-    "role": "the innkeeper of the Prancing Pony",
-    "personality": "Cheerful and warm.",
-    "speakingStyle": "One short friendly sentence that names dishes and prices.",
-    "maxSentences": 1,
-}
-TOOLS = [
-    {
-        "name": "check_menu",
-        "description": "Look up tonight's menu with prices in gold.",
-        "parameters": {"type": "object", "properties": {}},
-    },
-    {
-        "name": "place_order",
-        "description": "Place an order the guest explicitly asks for.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "item": {"type": "string", "enum": list(MENU)},
-                "quantity": {"type": "integer", "minimum": 1, "maximum": 5},
-            },
-            "required": ["item", "quantity"],
-            "additionalProperties": False,
-        },
-    },
-]
 OPTIONS = {
     "replyFormat": "text",
     "temperature": 0.0,
@@ -117,7 +91,7 @@ def conversation(tree: str, turns: int) -> dict[str, Any]:
         client = TurnClient(server, answer=answer)
         client.call(
             "npc/create",
-            {"npc": "mira", "persona": PERSONA, "tools": TOOLS, "options": OPTIONS},
+            {"npc": "mira", "persona": MIRA, "tools": TAVERN_TOOLS, "options": OPTIONS},
         )
         times, inputs, cached, lines = [], 0, 0, []
         for line in (LINES * (1 + turns // len(LINES)))[:turns]:
