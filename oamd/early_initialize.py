@@ -14,6 +14,7 @@ Nothing here imports the event loop, the rpc connection or the transports.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -98,5 +99,6 @@ def answer_initialize(
         if type(reply) is not Result:
             return data  # the answer needs I/O (a model to load): the connection awaits it
         answer = {"jsonrpc": "2.0", "id": msg_id, "result": reply.value}
-    _write_all(out_fd, encode(answer))
+    with contextlib.suppress(OSError):  # stdout gone: the connection finds out when it writes
+        _write_all(out_fd, encode(answer))
     return data[end + 1 :]

@@ -14,7 +14,16 @@ from typing import Any
 
 __all__ = ["LEVELS", "configure_logging", "get_logger"]
 
-LEVELS = {"critical": 50, "error": 40, "warning": 30, "info": 20, "debug": 10, "notset": 0}
+LEVELS = {
+    "critical": 50,
+    "fatal": 50,
+    "error": 40,
+    "warning": 30,
+    "warn": 30,
+    "info": 20,
+    "debug": 10,
+    "notset": 0,
+}
 """Level names and their numbers (the standard library's), so none is imported to check them."""
 
 _settings: dict[str, Any] = {"level": LEVELS["warning"], "fmt": "json"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import anyio
@@ -261,3 +262,26 @@ async def test_stdout_carries_protocol_lines_only_even_when_code_prints():
         assert await client.request("test/noisy") == {"ok": True}
         assert await client.request("ping") == {}
     assert all("jsonrpc" in m for m in client.received)
+
+
+@pytest.mark.parametrize("redirect", ["stdin", "stdout"])
+def test_dev_null_as_stdin_or_stdout_is_served_without_a_traceback(redirect, tmp_path):
+    """epoll refuses /dev/null: it is read or written through the thread fallback instead."""
+    import subprocess
+
+    line = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(line)
+    with open(os.devnull, "r+b") as null, open(source, "rb") as lines:
+        done = subprocess.run(
+            [*OAMD, "stdio"],
+            stdin=null if redirect == "stdin" else lines,
+            stdout=null if redirect == "stdout" else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=30,
+        )
+    assert done.returncode == 0
+    assert b"Traceback" not in done.stderr and b"Error" not in done.stderr
+    if redirect == "stdout":
+        return
+    assert done.stdout == b""  # nothing was asked

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import selectors
 import stat
 import sys
 from collections.abc import AsyncIterator
@@ -23,9 +24,19 @@ __all__ = ["stdio_stream"]
 _CHUNK = 65536
 
 
-def _is_pollable(fd: int) -> bool:
+def _is_pollable(fd: int, events: int) -> bool:
+    """Pipes, sockets, and the character devices the selector accepts (ttys, not /dev/null)."""
     mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return True
+    if not stat.S_ISCHR(mode):
+        return False
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, events)
+    except (OSError, ValueError):  # epoll refuses /dev/null (EPERM)
+        return False
+    return True
 
 
 class _StdioStream(ByteStream):
@@ -61,8 +72,9 @@ class _StdioStream(ByteStream):
         writer = self._writer
         if writer is None or writer.transport.is_closing():
             return False
-        protocol = writer._protocol  # FlowControlMixin: paused while the pipe is full
-        if getattr(protocol, "_paused", False):
+        # asyncio's FlowControlMixin is paused while the pipe is full; unknown internals: wait
+        protocol = getattr(writer, "_protocol", None)
+        if protocol is None or getattr(protocol, "_paused", True):
             return False
         try:
             writer.write(item)
@@ -113,13 +125,13 @@ async def stdio_stream(
     writer: asyncio.StreamWriter | None = None
     read_transport: asyncio.BaseTransport | None = None
     try:
-        if _is_pollable(in_fd):
+        if _is_pollable(in_fd, selectors.EVENT_READ):
             reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
             read_transport, _ = await loop.connect_read_pipe(
                 lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
                 os.fdopen(os.dup(in_fd), "rb", buffering=0),
             )
-        if _is_pollable(out_fd):
+        if _is_pollable(out_fd, selectors.EVENT_WRITE):
             out_file = os.fdopen(out_fd, "wb", buffering=0)
             w_transport, w_protocol = await loop.connect_write_pipe(
                 lambda: asyncio.streams.FlowControlMixin(loop=loop), out_file
