@@ -171,8 +171,9 @@ async def serve_stream(
     registry: Registry | None = None,
     state: BridgeState | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
-) -> None:
-    """Serves one connection until it closes; its sessions die with it."""
+) -> bool:
+    """Serves one connection until it closes; its sessions die with it. Returns whether it ended
+    because its output broke (the peer stopped reading)."""
     from oamd.rpc import Connection  # the event loop's side loads once serving begins
 
     state = state or BridgeState(config)
@@ -189,6 +190,7 @@ async def serve_stream(
     )
     async with stream:
         await conn.run()
+    return conn.outbox.broken.is_set()
 
 
 async def serve_stdio(
@@ -198,12 +200,12 @@ async def serve_stdio(
     state: BridgeState | None = None,
     initial: bytes = b"",
     max_line_bytes: int = MAX_LINE_BYTES,
-) -> None:
-    """Serves stdin/stdout; ``initial``: what was read before (``oamd.early_initialize``), with
+) -> bool:
+    """Serves stdin/stdout (``True``: it ended because stdout broke); ``initial``: what was read before (``oamd.early_initialize``), with
     the ``registry`` and ``state`` that answered it."""
     from oamd.transport import stdio_stream
 
     async with stdio_stream(initial=initial) as stream:
-        await serve_stream(
+        return await serve_stream(
             stream, config, registry=registry, state=state, max_line_bytes=max_line_bytes
         )

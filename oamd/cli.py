@@ -36,6 +36,9 @@ __all__ = ["main"]
 
 EXIT_UNAVAILABLE = 3
 EXIT_USAGE = 2
+EXIT_OUTPUT_BROKEN = 141
+"""``oamd stdio`` could no longer write its stdout (the engine is gone): everything still running was
+cancelled at once. 128 + SIGPIPE, as a shell reports a process killed by a broken pipe."""
 
 GC_THRESHOLDS = (50_000, 50, 1000)
 """The serving process's collector: a young collection every 50,000 net allocations instead of
@@ -173,12 +176,12 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
     )
 
 
-async def _closing(model: LanguageModel, run: Callable[[], Awaitable[None]]) -> None:
+async def _closing(model: LanguageModel, run: Callable[[], Awaitable[object]]) -> object:
     """Runs the server, then releases the backend (HTTP clients, a loaded llama.cpp model)."""
     import anyio
 
     try:
-        await run()
+        return await run()
     finally:
         with anyio.move_on_after(WRITE_GRACE_SECONDS, shield=True):
             await model.aclose()
@@ -243,7 +246,7 @@ def _serve_stdio(config: DaemonConfig, model: LanguageModel, max_line_bytes: int
         initial = answer_initialize(registry, state)
         import anyio
 
-        anyio.run(
+        output_broken = anyio.run(
             _closing,
             model,
             lambda: serve_stdio(
@@ -256,4 +259,4 @@ def _serve_stdio(config: DaemonConfig, model: LanguageModel, max_line_bytes: int
         )
     except KeyboardInterrupt:
         return 130
-    return 0
+    return EXIT_OUTPUT_BROKEN if output_broken else 0
