@@ -90,6 +90,13 @@ MCP = ServerSpec("mcp", (PYTHON, os.path.join(BENCH_DIR, "mcp_server.py")), MCP_
 SERVERS: dict[str, ServerSpec] = {spec.name: spec for spec in (ECHO, OAMD, MCP)}
 
 
+def write_json(report: Any) -> None:
+    """A report as indented JSON on stdout (every bench's ``--json``)."""
+    sys.stdout.write(
+        orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
+    )
+
+
 def ping(msg_id: int) -> Message:
     """A JSON-RPC ping request."""
     return {"jsonrpc": "2.0", "id": msg_id, "method": "ping"}

@@ -23,8 +23,7 @@ from contextlib import contextmanager
 from time import perf_counter
 from typing import Any
 
-import orjson
-from _harness import OAMD_INITIALIZE, PYTHON, REPO_ROOT, ServerSpec, percentile, spawn
+from _harness import OAMD_INITIALIZE, PYTHON, REPO_ROOT, ServerSpec, percentile, spawn, write_json
 from _turns import TurnClient
 
 from oamd.demo import MENU, MIRA, TAVERN_TOOLS
@@ -123,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     with checkout(args.before) as tree:
         report["before"] = conversation(tree, args.turns)
     if args.json:
-        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+        write_json(report)
         return 0
     out = [f"KV cache over a {args.turns}-turn NPC conversation, two tools, embedded SmolLM2"]
     for name, label in (("before", f"before ({args.before})"), ("after", "this tree")):

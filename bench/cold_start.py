@@ -16,8 +16,7 @@ import statistics
 import sys
 from time import perf_counter
 
-import orjson
-from _harness import ECHO, OAMD, spawn
+from _harness import ECHO, OAMD, spawn, write_json
 
 SESSION_CREATE = {
     "jsonrpc": "2.0",
@@ -54,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     floor = medians["floor (echo)"]
     report = {name: {"median_ms": m, "vs_floor": m / floor} for name, m in medians.items()}
     if args.json:
-        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+        write_json(report)
         return 0
     lines = [f"cold start: spawn -> first reply, median of {args.runs} interleaved runs"]
     lines += [

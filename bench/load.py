@@ -16,8 +16,7 @@ import statistics
 import sys
 from time import perf_counter
 
-import orjson
-from _harness import percentile
+from _harness import percentile, write_json
 from _turns import TOOL, daemon, rss_kib, tool_turn_steps
 
 TURNS_PER_SCRIPT = 200
@@ -105,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     report = measure(args)
     if args.json:
-        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+        write_json(report)
         return 0
     sys.stdout.write(
         f"ping under load: {report['sessions']} sessions streaming scripted turns "

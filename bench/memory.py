@@ -14,7 +14,7 @@ import argparse
 import sys
 import tracemalloc
 
-import orjson
+from _harness import write_json
 from _turns import TOOL, daemon, rss_kib, tool_turn_steps
 
 
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     long = one_long_session(args.long)
     report = {"many": many, "long": long}
     if args.json:
-        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+        write_json(report)
         return 0
     mib = 1024
     lines = [

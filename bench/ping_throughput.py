@@ -28,13 +28,13 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import orjson
 from _harness import (
     SERVERS,
     BenchError,
     cold_start_ms,
     latency_under_load,
     throughput,
+    write_json,
 )
 
 T = TypeVar("T")
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     report = measure(args)
     if args.json:
-        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+        write_json(report)
     else:
         sys.stdout.write(render_text(report, args) + "\n")
     return 1 if report["errors"] else 0

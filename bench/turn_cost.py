@@ -15,7 +15,7 @@ import statistics
 import sys
 from time import perf_counter
 
-import orjson
+from _harness import write_json
 from _turns import daemon, rss_kib, tool_turn_steps
 
 
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     report = measure(args)
     if args.json:
-        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+        write_json(report)
         return 0
     first, last = min(report["ms_at_turn"]), max(report["ms_at_turn"])
     lines = [
