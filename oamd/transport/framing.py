@@ -21,44 +21,65 @@ class OversizedLine:
 
 
 class LineFramer:
-    """Splits a byte stream into lines. Not thread-safe; one per connection."""
+    """Splits a byte stream into lines. Not thread-safe; one per connection.
 
-    __slots__ = ("_discarding", "_limit", "_pending")
+    Linear in the bytes received: each byte is scanned for ``\\n`` once, when its chunk arrives;
+    an unfinished line is only appended to, never re-scanned. ``limit`` may change between feeds
+    (``oamd serve`` keeps it small until a client has authenticated)."""
+
+    __slots__ = ("_discarding", "_pending", "limit")
 
     def __init__(self, max_line_bytes: int) -> None:
-        self._limit = max_line_bytes
+        self.limit = max_line_bytes
         self._pending = bytearray()
         self._discarding = 0  # bytes dropped so far of an oversized line; 0 = not discarding
 
     def feed(self, chunk: bytes) -> list[bytes | OversizedLine]:
         """Returns the complete lines ``chunk`` finishes, without their ``\\n`` (or ``\\r\\n``)."""
         out: list[bytes | OversizedLine] = []
-        if self._discarding:
+        limit = self.limit
+        if self._discarding or self._pending:
             nl = chunk.find(b"\n")
-            if nl < 0:
-                self._discarding += len(chunk)
+            if nl < 0:  # the unfinished line goes on: keep (or count) the bytes, scan nothing again
+                if self._discarding:
+                    self._discarding += len(chunk)
+                elif len(self._pending) + len(chunk) > limit:
+                    self._discarding = len(self._pending) + len(chunk)
+                    self._pending.clear()
+                else:
+                    self._pending += chunk
                 return out
-            out.append(OversizedLine(self._discarding + nl))
-            self._discarding = 0
+            if self._discarding:
+                out.append(OversizedLine(self._discarding + nl))
+                self._discarding = 0
+            else:
+                self._pending += chunk[:nl]
+                head = bytes(self._pending)
+                self._pending.clear()
+                if len(head) > limit:
+                    out.append(OversizedLine(len(head)))
+                else:
+                    out.append(head[:-1] if head.endswith(b"\r") else head)
             chunk = chunk[nl + 1 :]
-        if self._pending:
-            self._pending += chunk
-            chunk = bytes(self._pending)
-            self._pending.clear()
         lines = chunk.split(b"\n")  # in C: the per-line work left in Python is the dispatch
         rest = lines.pop()
-        if len(rest) > self._limit:
+        if len(rest) > limit:
             self._discarding = len(rest)
         elif rest:
             self._pending += rest
-        if lines and max(map(len, lines)) > self._limit:
-            lines = [OversizedLine(len(x)) if len(x) > self._limit else x for x in lines]  # type: ignore[misc]
+        if lines and max(map(len, lines)) > limit:
+            lines = [OversizedLine(len(x)) if len(x) > limit else x for x in lines]  # type: ignore[misc]
         if b"\r" in chunk:
             lines = [x[:-1] if type(x) is bytes and x.endswith(b"\r") else x for x in lines]
         if out:
             out.extend(lines)
             return out
         return lines  # type: ignore[return-value]
+
+    @property
+    def discarding(self) -> bool:
+        """An unfinished line has passed the limit and is being skipped."""
+        return self._discarding > 0
 
     @property
     def pending(self) -> int:
