@@ -23,6 +23,7 @@ from oamd.limits import (
     MAX_CONNECTIONS,
     MAX_LINE_BYTES,
     MAX_OUTBOX_BYTES,
+    MAX_PENDING_AUTH,
     MAX_SESSIONS,
     WRITE_GRACE_SECONDS,
 )
@@ -128,6 +129,12 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--max-outbox-bytes", type=_positive, default=MAX_OUTBOX_BYTES)
     p.add_argument(
+        "--max-pending-auth",
+        type=_positive,
+        default=MAX_PENDING_AUTH,
+        help="connections still to authenticate (the oldest is dropped when one more arrives)",
+    )
+    p.add_argument(
         "--auth-timeout",
         type=_seconds,
         default=AUTH_TIMEOUT_SECONDS,
@@ -173,6 +180,7 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
         max_outbox_bytes=args.max_outbox_bytes,
         max_line_bytes=args.max_line_bytes,
         auth_timeout=args.auth_timeout,
+        max_pending_auth=args.max_pending_auth,
     )
 
 

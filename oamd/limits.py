@@ -13,6 +13,8 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MAX_NPCS",
     "MAX_OUTBOX_BYTES",
+    "MAX_PENDING_AUTH",
+    "MAX_PREAUTH_LINE_BYTES",
     "MAX_SAFE_INTEGER",
     "MAX_SESSIONS",
     "MAX_SUBSCRIPTIONS",
@@ -89,9 +91,18 @@ MAX_CONCURRENT_GENERATIONS = 4
 """``oamd serve``: model generations running at once across all clients (``--max-generations``);
 the rest wait, and free slots go to the waiting clients in turn."""
 
-AUTH_TIMEOUT_SECONDS = 10.0
+AUTH_TIMEOUT_SECONDS = 3.0
 """``oamd serve``: how long a client that must authenticate may take to send its ``initialize``
-before it is disconnected."""
+before it is disconnected (``--auth-timeout``). Short: a client sends it right after connecting."""
+
+MAX_PENDING_AUTH = 8
+"""``oamd serve``: connections that have yet to authenticate, held apart from
+``--max-connections`` (``--max-pending-auth``). When one more arrives the oldest of them is
+dropped, so peers that connect and send nothing can never keep a token holder out."""
+
+MAX_PREAUTH_LINE_BYTES = 64 * 1024
+"""``oamd serve``: longest line before a client has authenticated (its ``initialize`` needs a few
+hundred bytes); a longer one is refused like any other wrong first message."""
 
 DRAIN_SECONDS = 5.0
 """``oamd serve``: on SIGTERM/SIGINT, how long cancelled turns may take to answer and connections

@@ -12,6 +12,12 @@ token (compared in constant time), is answered -32600 ``invalid_message`` and th
 closes, as does silence past ``AUTH_TIMEOUT_SECONDS``. A same-uid Unix peer is trusted (the kernel
 vouches for it; a socket file is 0600 anyway) unless ``--require-token``.
 
+Admission. Connections that must authenticate wait in their own small pool (``--max-pending-auth``,
+with ``MAX_PREAUTH_LINE_BYTES`` lines); when one more arrives the oldest waiting one is dropped, so
+peers that connect and say nothing can neither fill ``--max-connections`` nor keep a token holder,
+who authenticates at once, out. A connection takes a ``--max-connections`` slot when it is
+admitted (a trusted peer: when it connects).
+
 Limits: ``--max-connections`` clients (one more gets one ``limit_reached`` line and is closed), the
 per-connection session/NPC/world limits of the protocol, ``--max-outbox-bytes`` waiting for a
 client that does not read (then it is disconnected). Lifecycle: running → draining (SIGTERM or
@@ -31,6 +37,7 @@ import itertools
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -40,7 +47,7 @@ from anyio.abc import ByteStream, TaskGroup, TaskStatus
 
 from oamd._fair import FairGenerations
 from oamd.app import build_registry
-from oamd.errors import InvalidMessage
+from oamd.errors import InvalidMessage, LimitReached
 from oamd.limits import (
     AUTH_TIMEOUT_SECONDS,
     DRAIN_SECONDS,
@@ -48,6 +55,7 @@ from oamd.limits import (
     MAX_CONNECTIONS,
     MAX_LINE_BYTES,
     MAX_OUTBOX_BYTES,
+    MAX_PENDING_AUTH,
     MAX_SAFE_INTEGER,
     WRITE_GRACE_SECONDS,
 )
@@ -98,6 +106,7 @@ class ServeOptions:
     max_outbox_bytes: int = MAX_OUTBOX_BYTES
     max_line_bytes: int = MAX_LINE_BYTES
     auth_timeout: float = AUTH_TIMEOUT_SECONDS
+    max_pending_auth: int = MAX_PENDING_AUTH
 
 
 class ServerState(enum.Enum):
@@ -107,12 +116,14 @@ class ServerState(enum.Enum):
 
 
 class _TokenGate:
-    """The connection's gate: admits only ``initialize`` carrying the right ``auth``."""
+    """The connection's gate: admits only ``initialize`` carrying the right ``auth``, and only
+    when ``take_slot`` (which raises ``LimitReached`` when every slot is taken) gives it a slot."""
 
-    __slots__ = ("_token", "admitted")
+    __slots__ = ("_take_slot", "_token", "admitted")
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, take_slot: Callable[[], None]) -> None:
         self._token = token.encode()
+        self._take_slot = take_slot
         self.admitted = anyio.Event()
 
     def __call__(self, message: Any) -> None:
@@ -131,6 +142,11 @@ class _TokenGate:
             ):
                 offered = params["auth"].encode("utf-8", "surrogatepass")
                 if hmac.compare_digest(offered, self._token):
+                    try:
+                        self._take_slot()
+                    except LimitReached as exc:
+                        exc.echo_id = msg_id  # type: ignore[attr-defined]
+                        raise
                     self.admitted.set()
                     return
                 raise _refusal(
@@ -154,6 +170,10 @@ def _refusal(message: str, msg_id: Any, reason: str) -> InvalidMessage:
 class _Client:
     conn: Connection
     state: BridgeState
+    admitted: bool = False
+    """Holds one of the ``--max-connections`` slots (authenticated, or a trusted peer)."""
+    evicted: bool = False
+    """Dropped from the pool of connections still to authenticate to make room for a newer one."""
 
 
 class Server:
@@ -170,6 +190,7 @@ class Server:
         self._token = ""
         self._ids = itertools.count(1)
         self._clients: dict[int, _Client] = {}
+        self._unauthenticated: dict[int, _Client] = {}  # a subset of _clients, oldest first
         self._clients_changed = anyio.Event()
         self._stop = anyio.Event()
 
@@ -183,7 +204,15 @@ class Server:
         """``test/serverStats`` → live connections, asyncio tasks and open fds of the daemon."""
         fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else -1
         tasks = len(asyncio.all_tasks())
-        return Result({"connections": len(self._clients), "tasks": tasks, "fds": fds})
+        return Result(
+            {
+                "connections": len(self._clients),
+                "admitted": self._admitted_count(),
+                "unauthenticated": len(self._unauthenticated),
+                "tasks": tasks,
+                "fds": fds,
+            }
+        )
 
     # ---- start ---------------------------------------------------------------------------------
 
@@ -276,11 +305,16 @@ class Server:
 
     async def _serve_client(self, stream: ByteStream, kind: str) -> None:
         async with stream:
-            if len(self._clients) >= self.options.max_connections:
-                await self._turn_away(stream)
-                return
             key = next(self._ids)
-            gate = None if self._trusted(stream, kind) else _TokenGate(self._token)
+            trusted = self._trusted(stream, kind)
+            if trusted:
+                if self._admitted_count() >= self.options.max_connections:
+                    await self._turn_away(stream)
+                    return
+                gate = None
+            else:
+                gate = _TokenGate(self._token, lambda: self._take_slot(key))
+                self._make_room_to_authenticate()
             state = BridgeState(
                 replace(self.config, models=self._fair.models_for(self.config.models, key))
             )
@@ -298,18 +332,44 @@ class Server:
                 hangup_on_eof=True,
                 max_outbox_bytes=self.options.max_outbox_bytes,
             )
-            self._clients[key] = _Client(conn, state)
+            client = self._clients[key] = _Client(conn, state, admitted=trusted)
+            if gate is not None:
+                self._unauthenticated[key] = client
             try:
                 async with anyio.create_task_group() as tg:
                     if gate is not None:
                         tg.start_soon(self._auth_deadline, gate, conn, self.options.auth_timeout)
                     await conn.run()
                     tg.cancel_scope.cancel()
-                if gate is not None and not gate.admitted.is_set():
+                if gate is not None and not gate.admitted.is_set() and not client.evicted:
                     await _linger(stream)
             finally:
                 del self._clients[key]
+                self._unauthenticated.pop(key, None)
                 self._clients_changed.set()
+
+    def _admitted_count(self) -> int:
+        return sum(client.admitted for client in self._clients.values())  # at most a few dozen
+
+    def _take_slot(self, key: int) -> None:
+        """The gate admits connection ``key``: it leaves the waiting pool for a client slot."""
+        limit = self.options.max_connections
+        if self._admitted_count() >= limit:
+            log.warning("connection_limit", limit=limit)
+            raise LimitReached(
+                "connections",
+                limit,
+                f"Too many connections: this daemon serves at most {limit} clients at once.",
+            )
+        self._unauthenticated.pop(key).admitted = True
+
+    def _make_room_to_authenticate(self) -> None:
+        while len(self._unauthenticated) >= self.options.max_pending_auth:
+            key = next(iter(self._unauthenticated))
+            oldest = self._unauthenticated.pop(key)
+            oldest.evicted = True
+            oldest.conn.stop_reading()
+            log.info("unauthenticated_dropped", limit=self.options.max_pending_auth)
 
     def _trusted(self, stream: ByteStream, kind: str) -> bool:
         if kind == "tcp" or self.options.require_token:

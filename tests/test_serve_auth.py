@@ -172,3 +172,52 @@ async def test_a_unix_client_of_another_uid_must_present_the_token():
     replies = json.loads(with_token.stdout)
     assert replies[0]["result"]["protocolVersion"] == "1.0"
     assert replies[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+async def test_silent_unauthenticated_peers_never_keep_a_token_holder_out():
+    """Peers that connect and say nothing (more than every budget) neither take client slots nor
+    stop a client with the token from getting in; the oldest of them are dropped."""
+    async with serve("--max-connections", "2", "--max-pending-auth", "3") as daemon:
+        hogs = [await daemon.raw("tcp") for _ in range(10)]
+        try:
+            with anyio.fail_after(5):
+                async with daemon.connect("tcp") as first, daemon.connect("tcp") as second:
+                    assert await first.request("ping") == {}
+                    assert await second.request("ping") == {}
+                    stats = await first.request("test/serverStats")
+                    assert stats["admitted"] == 2
+                    assert stats["unauthenticated"] <= 3
+                # the dropped hogs were closed without a word
+                assert await read_to_end(hogs[0]) == b""
+        finally:
+            for hog in hogs:
+                await hog.aclose()
+
+
+async def test_a_token_holder_past_the_client_limit_gets_limit_reached_on_its_initialize():
+    async with serve("--max-connections", "1") as daemon, daemon.connect("tcp") as first:
+        with anyio.fail_after(5):
+            stream = await daemon.raw("tcp")
+            async with stream:
+                params = {"auth": daemon.token}
+                await stream.send(
+                    line({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": params})
+                )
+                reply = await read_line(stream)
+                assert reply is not None and reply["id"] == 7
+                assert reply["error"]["code"] == -32055
+                assert reply["error"]["data"] == {"code": "limit_reached", "limit": 1}
+                assert await read_to_end(stream) == b""
+            assert await first.request("ping") == {}
+
+
+async def test_before_authentication_a_long_line_is_refused_early():
+    """An unauthenticated peer cannot make the daemon hold a 16 MiB line: past the small pre-auth
+    limit it is refused like any wrong first message and disconnected."""
+    async with serve() as daemon:
+        stream = await daemon.raw("tcp")
+        async with stream:
+            with anyio.fail_after(5):
+                await stream.send(b"[" * (128 * 1024))  # no newline: the line is unfinished
+                reply = await read_line(stream)
+                assert refused(reply, "required")

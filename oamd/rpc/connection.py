@@ -18,8 +18,8 @@ longer be answered fail at once. Closing cancels what is left, lets it answer wi
 
 Sockets (``oamd serve``) set three options; stdio sets none and its per-line path is unchanged.
 ``gate`` is consulted with each message until one is admitted (the authentication handshake):
-until then nothing is dispatched, and a refused message is answered with the gate's error and
-closes the connection. ``hangup_on_eof``: end of input means the peer is gone, so nothing more is
+until then nothing is dispatched, a line may not pass ``MAX_PREAUTH_LINE_BYTES``, and a refused
+message is answered with the gate's error and closes the connection. ``hangup_on_eof``: end of input means the peer is gone, so nothing more is
 written, ``tool/call``s still waiting are dropped and every in-flight request is cancelled.
 ``max_outbox_bytes``: a peer that stops reading while more than that waits is disconnected.
 """
@@ -47,6 +47,7 @@ from oamd.errors import (
 )
 from oamd.limits import (
     MAX_LINE_BYTES,
+    MAX_PREAUTH_LINE_BYTES,
     MAX_SAFE_INTEGER,
     OUTBOX_HIGH_WATER_BYTES,
     SHUTDOWN_GRACE_SECONDS,
@@ -137,7 +138,9 @@ class Connection:
         )
         self.lifecycle = Lifecycle.RUNNING
         self._stream = stream
-        self._framer = LineFramer(max_line_bytes)
+        self._framer = LineFramer(
+            max_line_bytes if gate is None else min(max_line_bytes, MAX_PREAUTH_LINE_BYTES)
+        )
         self._max_line_bytes = max_line_bytes
         self._on_close = on_close
         self._tg: TaskGroup | None = None
@@ -197,6 +200,8 @@ class Connection:
                     self._on_line(line)
                 else:
                     self._reject_oversized(line)
+            if self._on_line == self._gated_line and self._framer.discarding:
+                self._gated_line(None)  # refused now, not after megabytes more of a first line
             outbox.write_now()  # a chunk's few answers leave before the work other tasks queued
             if outbox.over_high_water:
                 await outbox.flush()  # backpressure: stop reading while the client is not
@@ -259,6 +264,7 @@ class Connection:
             self._reader_scope.cancel()
             return
         self._on_line = self._dispatch_line
+        self._framer.limit = self._max_line_bytes
         if line is not None:
             self._dispatch_line(line)
 
