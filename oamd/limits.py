@@ -8,19 +8,25 @@ __all__ = [
     "DRAIN_SECONDS",
     "MAX_CONCURRENT_GENERATIONS",
     "MAX_CONNECTIONS",
+    "MAX_CONNECTION_BYTES",
+    "MAX_EMBEDDED_JSON_DEPTH",
     "MAX_ID_CHARS",
+    "MAX_IN_FLIGHT_REQUESTS",
     "MAX_JSON_DEPTH",
     "MAX_LINE_BYTES",
     "MAX_NPCS",
     "MAX_OUTBOX_BYTES",
     "MAX_PENDING_AUTH",
     "MAX_PREAUTH_LINE_BYTES",
+    "MAX_QUEUED_OPERATIONS",
     "MAX_SAFE_INTEGER",
     "MAX_SESSIONS",
     "MAX_SUBSCRIPTIONS",
     "MAX_TIMEOUT_SECONDS",
+    "MAX_TOOLS",
     "MAX_TOOL_NAME_CHARS",
     "MAX_WORLDS",
+    "MAX_WORLD_BYTES",
     "OUTBOX_HIGH_WATER_BYTES",
     "PROTOCOL_VERSION",
     "RECOMMENDED_MAX_TOOLS",
@@ -40,6 +46,12 @@ MAX_JSON_DEPTH = 128
 value the daemon is given (params, tool outputs, ``tool/call`` replies, world values, schemas,
 scripts) stays well within what its recursive code and its encoder handle."""
 
+MAX_EMBEDDED_JSON_DEPTH = 64
+"""Deepest nesting of JSON written inside a string: a model's output, a schema or tool parameters
+passed as text. Half the line limit, so a value read from such text still fits, with the messages
+around it (a ``tool/call``, a saved transcript), in a line a client can send back; deeper text is
+not JSON to the daemon (a model's answer is then repaired or fails like any unreadable one)."""
+
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """Default longest input line; a longer one is skipped unread and answered -32600 (``--max-line``)."""
 
@@ -52,14 +64,38 @@ MAX_NPCS = 128
 MAX_WORLDS = 64
 """Live worlds per connection; ``world/create`` beyond it fails -32055 ``limit_reached``."""
 
+MAX_WORLD_BYTES = 4 * 1024 * 1024
+"""About the most JSON one world holds; a create or change past it fails -32055 ``limit_reached``
+(``data.limit``) and changes nothing. A world is a game's shared blackboard, not its database."""
+
+MAX_CONNECTION_BYTES = 256 * 1024 * 1024
+"""About the most a connection's sessions, NPCs and worlds may hold, counted as the JSON of their
+histories and world documents (``--max-connection-bytes``). Past it, requests that would add more
+(``session/create``/``respond``/``set*``, ``npc/create``/``talk``/``bark``/``restore``/``update``,
+``world/create``/``set``/``merge``) fail -32055 ``limit_reached`` (``data.limit``) until the client
+deletes, resets or compacts something; reading, deleting and everything else keeps working."""
+
+MAX_IN_FLIGHT_REQUESTS = 1024
+"""Requests one connection may have waiting for an answer (queued turns included); one more is
+answered -32055 ``limit_reached`` (``data.limit``) at once. Cheap requests (``ping``, ``*/list``,
+``world/get``…) are answered as they are read and never count."""
+
 MAX_SUBSCRIPTIONS = 256
 """Live world subscriptions per connection; beyond it ``world/subscribe`` fails -32055."""
+
+MAX_QUEUED_OPERATIONS = 64
+"""Operations (turns, resets, restores…) queued or running on one session or NPC; one more fails
+-32055 ``limit_reached`` (``data.limit``) without taking a place in line."""
 
 MAX_ID_CHARS = 128
 """Longest session/NPC/world id; longer ids fail -32602."""
 
 MAX_TOOL_NAME_CHARS = 64
 """Longest tool name (``A–Z a–z 0–9 _ - .``); longer names fail -32602."""
+
+MAX_TOOLS = 64
+"""Tool definitions one session or NPC takes; more fail -32055 ``limit_reached`` (``data.limit``).
+Every definition goes into every prompt, so even this many only fits a large context."""
 
 RECOMMENDED_MAX_TOOLS = 5
 """More tools than this in one session or NPC produce a warning (Apple recommends 3–5)."""

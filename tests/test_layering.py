@@ -13,13 +13,13 @@ from oamd.rpc.errors import CODES
 ROOT = Path(__file__).resolve().parent.parent / "oamd"
 
 ALLOWED = {
-    "transport": {"transport", "limits", "errors", "log"},
-    "rpc": {"rpc", "transport", "limits", "errors", "log"},
-    "backends": {"backends", "limits", "errors", "log"},
-    "agent": {"agent", "backends.base", "limits", "errors", "log"},
-    "game": {"game", "agent", "backends.base", "limits", "errors", "log"},
-    "methods": {"methods", "rpc", "agent", "game", "limits", "errors", "log"},
-    "client": {"client", "transport", "rpc.errors"},
+    "transport": {"transport", "limits", "errors", "log", "jsonvalue"},
+    "rpc": {"rpc", "transport", "limits", "errors", "log", "jsonvalue"},
+    "backends": {"backends", "limits", "errors", "log", "jsonvalue"},
+    "agent": {"agent", "backends.base", "limits", "errors", "log", "jsonvalue"},
+    "game": {"game", "agent", "backends.base", "limits", "errors", "log", "jsonvalue"},
+    "methods": {"methods", "rpc", "agent", "game", "limits", "errors", "log", "jsonvalue"},
+    "client": {"client", "transport", "rpc.errors", "jsonvalue"},
 }
 
 

@@ -14,6 +14,9 @@ from typing import Any
 
 import orjson
 
+from oamd.jsonvalue import number_from_text
+from oamd.limits import MAX_EMBEDDED_JSON_DEPTH
+
 __all__ = [
     "LenientJsonError",
     "first_value",
@@ -23,13 +26,12 @@ __all__ = [
     "streaming_value",
 ]
 
-_MAX_NESTING = 200
-"""Deepest nesting read; deeper input is rejected rather than risking the interpreter's stack."""
+_MAX_NESTING = MAX_EMBEDDED_JSON_DEPTH
+"""Deepest nesting read; deeper input is not a value (the daemon's one limit for JSON in text)."""
 
 _MAX_OPENERS = 64
 """Opening brackets tried per candidate text, so a brace-heavy answer cannot cost quadratic time."""
 
-_INT64_MAX = 2**63 - 1
 _FENCE = "```"
 _LANGUAGE_TAG = re.compile(r"[A-Za-z0-9_+.\-]*")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -236,11 +238,7 @@ class _Reader:
         text = match.group().lstrip("+")
         if self.partial and self.i == self.n:
             text = text.rstrip(".")  # "12." cut off before its decimals reads as 12
-        if not any(c in text for c in ".eE"):
-            number = int(text)
-            return number if abs(number) <= _INT64_MAX else float(number)
-        value = float(text)
-        return value if value not in (float("inf"), float("-inf")) else text
+        return number_from_text(text)  # the daemon's one number rule
 
     def word(self) -> str:
         start = self.i

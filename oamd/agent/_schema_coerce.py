@@ -14,7 +14,7 @@ import math
 import re
 from typing import Any
 
-import orjson
+from oamd.jsonvalue import JsonTextError, loads_embedded
 
 __all__ = ["coerce_value", "order_value", "validate_value"]
 
@@ -296,8 +296,8 @@ def _parse_number(text: str, *, integer: bool) -> int | float | None:
 
 def _parse_json(text: str) -> Any:
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
+        return loads_embedded(text)
+    except JsonTextError:
         return None
 
 

@@ -55,6 +55,7 @@ from oamd.backends.base import (
     estimate_tokens,
 )
 from oamd.errors import ModelError
+from oamd.jsonvalue import JsonTextError, loads_embedded
 
 __all__ = ["ToolExecutor", "TurnSpec", "new_call_id", "run_turn"]
 
@@ -314,8 +315,8 @@ _INCOMPLETE = object()
 
 def _try_json(text: str) -> Any:
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
+        return loads_embedded(text)
+    except JsonTextError:
         return _INCOMPLETE
 
 

@@ -22,6 +22,7 @@ import orjson
 
 from oamd.agent._schema_coerce import coerce_value, order_value, validate_value
 from oamd.errors import InvalidSchema
+from oamd.jsonvalue import JsonTextError, loads_embedded
 
 EMPTY_OBJECT_SCHEMA: dict = {"type": "object", "properties": {}}
 """The parameters of a tool with no arguments."""
@@ -88,8 +89,8 @@ def _canonical(schema: Any) -> bytes | str:
     """The JSON text of a schema object, in document order: property order is part of its meaning."""
     if isinstance(schema, str):
         try:
-            schema = orjson.loads(schema)
-        except orjson.JSONDecodeError:
+            schema = loads_embedded(schema)
+        except JsonTextError:
             schema = None
     if isinstance(schema, dict):
         try:

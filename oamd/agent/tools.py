@@ -17,8 +17,9 @@ import orjson
 
 from oamd.agent.params import Params, shown
 from oamd.agent.schema import EMPTY_OBJECT_SCHEMA, CompiledSchema, compile_schema
-from oamd.errors import InvalidParams
-from oamd.limits import RECOMMENDED_MAX_TOOLS
+from oamd.errors import InvalidParams, LimitReached
+from oamd.jsonvalue import JsonTextError, loads_embedded
+from oamd.limits import MAX_TOOLS, RECOMMENDED_MAX_TOOLS
 
 __all__ = [
     "RESPOND_DIRECTLY",
@@ -146,8 +147,8 @@ def _parse_tool(raw: Any, path: str) -> tuple[ToolDefinition, list[str]]:
         parameters = EMPTY_OBJECT_SCHEMA
     elif isinstance(parameters, str):
         try:
-            parameters = orjson.loads(parameters)
-        except orjson.JSONDecodeError:
+            parameters = loads_embedded(parameters)
+        except JsonTextError:
             parameters = None
         if not isinstance(parameters, dict):
             raise InvalidParams(f"'{path}.parameters' must be a JSON Schema object.")
@@ -168,11 +169,19 @@ def parse_tools(value: Any, path: str = "tools") -> tuple[list[ToolDefinition], 
     Raises:
         InvalidParams: a malformed definition or a duplicate name.
         InvalidSchema: a ``parameters`` schema that cannot be used (``data.path``).
+        LimitReached: more than ``MAX_TOOLS`` definitions.
     """
     if value is None:
         return [], []
     if not isinstance(value, list):
         raise InvalidParams(f"'{path}' must be an array of tool definitions.")
+    if len(value) > MAX_TOOLS:
+        raise LimitReached(
+            "tools",
+            MAX_TOOLS,
+            f"'{path}' has {len(value)} tools; a session or NPC takes at most {MAX_TOOLS} "
+            f"(and works best with {RECOMMENDED_MAX_TOOLS} or fewer).",
+        )
     tools: list[ToolDefinition] = []
     warnings: list[str] = []
     seen: set[str] = set()

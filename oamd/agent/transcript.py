@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from oamd.errors import InvalidParams
+from oamd.jsonvalue import JsonTextError, loads_embedded
 
 __all__ = ["RestoredTranscript", "export_transcript", "import_transcript"]
 
@@ -241,8 +242,8 @@ def _import_apple(inner: dict[str, Any]) -> RestoredTranscript:
                 arguments = call.get("arguments")
                 if isinstance(arguments, str):
                     try:
-                        arguments = orjson.loads(arguments)
-                    except orjson.JSONDecodeError:
+                        arguments = loads_embedded(arguments)
+                    except JsonTextError:
                         arguments = {}
                 calls.append(
                     {

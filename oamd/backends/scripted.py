@@ -40,6 +40,7 @@ from oamd.backends.base import (
     estimate_tokens,
 )
 from oamd.errors import MODEL_ERROR_NAMES, InvalidParams, ModelError
+from oamd.jsonvalue import dumps_text
 
 __all__ = ["Script", "ScriptStep", "ScriptedModel", "parse_script", "split_chunks"]
 
@@ -76,8 +77,12 @@ class Script(list[ScriptStep]):
     constrained: bool = True
 
 
+MAX_DELAY_MS = 86_400_000
+"""Longest ``delayMs`` of a step (a day, like the longest timeout): sleeps stay in the loop's range."""
+
+
 def _shown(value: Any) -> str:
-    text = orjson.dumps(value).decode()
+    text = dumps_text(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -87,8 +92,15 @@ def _parse_step(raw: Any, path: str) -> ScriptStep:
     delay = raw.get("delayMs")
     if delay is None:
         delay = 0
-    elif isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
-        raise InvalidParams(f"Parameter '{path}.delayMs' must be at least 0.")
+    elif (
+        isinstance(delay, bool)
+        or not isinstance(delay, int | float)
+        or not 0 <= delay <= MAX_DELAY_MS  # also refuses nan
+    ):
+        raise InvalidParams(
+            f"Parameter '{path}.delayMs' must be a number of milliseconds from 0 to "
+            f"{MAX_DELAY_MS}; got {_shown(delay)}."
+        )
     delay = int(delay)
     for kind in ("text", "raw"):
         if kind in raw and raw[kind] is not None:

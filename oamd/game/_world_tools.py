@@ -12,8 +12,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from oamd.agent.tools import ToolOutput
 from oamd.game._paths import (
     ABSENT,
@@ -27,6 +25,7 @@ from oamd.game._paths import (
     value_at,
     within,
 )
+from oamd.jsonvalue import JsonTextError, loads_embedded
 
 __all__ = [
     "MIN_READ_LIMIT",
@@ -172,8 +171,8 @@ def write_done(write: PlannedWrite) -> ToolOutput:
 
 def _parse_json(text: str) -> Any:
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
+        return loads_embedded(text)
+    except JsonTextError:
         return ABSENT
 
 

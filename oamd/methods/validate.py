@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from oamd.agent.params import Params
 from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.tools import parse_tools
 from oamd.errors import InvalidParams
+from oamd.jsonvalue import JsonTextError, loads_embedded
 from oamd.rpc import Registry, Request, Result
 
 __all__ = ["compile_param_schema", "register"]
@@ -20,8 +19,8 @@ def compile_param_schema(raw: Any, key: str = "schema") -> CompiledSchema:
     engine, whose errors are -32007 with ``data.path``."""
     if isinstance(raw, str):
         try:
-            raw = orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            raw = loads_embedded(raw)
+        except JsonTextError:
             raw = None
     if not isinstance(raw, dict):
         raise InvalidParams(f"'{key}' must be a JSON Schema object.")

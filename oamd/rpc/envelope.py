@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 import math
-import re
+import sys
 from typing import Any
 
 import orjson
 
 from oamd.errors import InvalidMessage
+from oamd.jsonvalue import JsonTextError, loads, nests_deeper_than
 from oamd.limits import MAX_JSON_DEPTH, MAX_SAFE_INTEGER
-from oamd.rpc.errors import ParseError
+from oamd.rpc.errors import CODES, ParseError
 
 __all__ = ["Message", "check_nesting", "decode_line", "encode", "parse_message"]
 
@@ -48,58 +49,30 @@ class Message:
 _NO_ID = object()
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(name)
-
-
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_BRACKET = re.compile(rb"[\[\]{}]")
-
-
 def check_nesting(line: bytes, limit: int = MAX_JSON_DEPTH) -> None:
     """Refuses a line nesting arrays and objects deeper than ``limit``, before any parser or
-    handler recurses into it. A line with fewer opening brackets than that costs two counts.
+    handler recurses into it.
 
     Raises:
         InvalidMessage: the line nests too deep (answered with id ``null``).
     """
-    if line.count(b"[") + line.count(b"{") <= limit:
-        return
-    depth = 0
-    for bracket in _BRACKET.findall(_STRING.sub(b'""', line)):
-        if bracket in (b"[", b"{"):
-            depth += 1
-            if depth > limit:
-                raise InvalidMessage(
-                    f"Invalid request: the JSON nests deeper than {limit} levels.", limit=limit
-                )
-        else:
-            depth -= 1
+    if nests_deeper_than(line, limit):
+        raise InvalidMessage(
+            f"Invalid request: the JSON nests deeper than {limit} levels.", limit=limit
+        )
 
 
 def decode_line(line: bytes) -> Any:
-    """Parses one line. orjson first; the stdlib parser only when orjson refuses, so numbers
-    orjson cannot hold (``1e400``) and escaped lone surrogates still parse and are judged later.
+    """Parses one line under the daemon's JSON rules (``oamd.jsonvalue``): numbers orjson cannot
+    hold and lone surrogate escapes are read, not refused.
 
     Raises:
         ParseError: the line is not JSON (or not UTF-8).
     """
     try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
-    except (ValueError, UnicodeDecodeError):
-        raise ParseError(_parse_error_message(line)) from None
-
-
-def _parse_error_message(line: bytes) -> str:
-    try:
-        orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        return f"Invalid JSON at byte {exc.pos}: {exc.msg}."
-    return "Invalid JSON."
+        return loads(line, limit=sys.maxsize, keep_id=True)  # nesting checked by the caller
+    except JsonTextError as exc:
+        raise ParseError(str(exc)) from None
 
 
 _ID_TYPE_MESSAGE = "'id' must be a string or a number."
@@ -192,9 +165,29 @@ def _parse_slowly(obj: Any) -> Message:
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    """One message as a line (with ``\\n``). Valid UTF-8 always: text orjson refuses (lone
-    surrogates) is written with ASCII escapes instead."""
+    """One message as a line (with ``\\n``). Valid UTF-8 always: text orjson refuses (an id with a
+    lone surrogate, echoed exactly) is written with ASCII escapes instead. A message that cannot
+    be written at all (a defect: nothing the daemon reads can produce one) becomes, for a
+    response, an internal error naming why, so its request is still answered once.
+
+    Raises:
+        ValueError: a request or notification that cannot be written (the caller drops it).
+    """
     try:
         return orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:
-        return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
+        pass
+    try:
+        return (
+            json.dumps(message, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()
+            + b"\n"
+        )
+    except (TypeError, ValueError, RecursionError) as exc:
+        if "method" in message:
+            raise ValueError(f"{message['method']} cannot be written as JSON: {exc}") from None
+        failure = {
+            "code": CODES["internal_error"],
+            "message": f"Internal error: the response could not be written as JSON ({exc}).",
+            "data": {"code": "internal_error"},
+        }
+        return encode({"jsonrpc": "2.0", "id": message.get("id"), "error": failure})
