@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from oamd.agent.models import ModelFactory, ModelMaker
 from oamd.backends.base import LanguageModel, UnconfiguredModel
-from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS, MAX_LINE_BYTES, MAX_SESSIONS
+from oamd.limits import (
+    DEFAULT_TOOL_TIMEOUT_SECONDS,
+    MAX_CONNECTION_BYTES,
+    MAX_LINE_BYTES,
+    MAX_SESSIONS,
+)
 from oamd.methods import core
 from oamd.methods.state import BridgeState, DaemonConfig
 from oamd.rpc import Registry
@@ -150,6 +155,7 @@ def default_config(
     test_methods: bool = False,
     max_sessions: int = MAX_SESSIONS,
     tool_timeout: float = DEFAULT_TOOL_TIMEOUT_SECONDS,
+    max_connection_bytes: int = MAX_CONNECTION_BYTES,
 ) -> DaemonConfig:
     models = ModelFactory(
         system_model or UnconfiguredModel(),
@@ -161,6 +167,7 @@ def default_config(
         test_methods=test_methods,
         max_sessions=max_sessions,
         tool_timeout=tool_timeout,
+        max_connection_bytes=max_connection_bytes,
     )
 
 

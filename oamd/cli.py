@@ -20,6 +20,7 @@ from oamd.limits import (
     AUTH_TIMEOUT_SECONDS,
     DEFAULT_TOOL_TIMEOUT_SECONDS,
     MAX_CONCURRENT_GENERATIONS,
+    MAX_CONNECTION_BYTES,
     MAX_CONNECTIONS,
     MAX_LINE_BYTES,
     MAX_OUTBOX_BYTES,
@@ -85,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
         help="disable scripted models",
     )
     serving.add_argument("--max-sessions", type=_positive, default=MAX_SESSIONS)
+    serving.add_argument(
+        "--max-connection-bytes",
+        type=_positive,
+        default=MAX_CONNECTION_BYTES,
+        help="bytes of histories and worlds one connection may hold",
+    )
     serving.add_argument(
         "--tool-timeout",
         type=_seconds,
@@ -227,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         test_methods=args.test_methods,
         max_sessions=args.max_sessions,
         tool_timeout=args.tool_timeout,
+        max_connection_bytes=args.max_connection_bytes,
     )
     if args.command == "serve":
         import anyio

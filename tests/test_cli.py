@@ -17,6 +17,8 @@ BAD = [
     (["stdio", "--tool-timeout", "inf"], "--tool-timeout: must be a finite number of seconds"),
     (["serve", "--auth-timeout", "-1"], "--auth-timeout: must be a finite number of seconds"),
     (["serve", "--max-connections", "0"], "--max-connections: must be at least 1, not 0"),
+    (["serve", "--max-pending-auth", "0"], "--max-pending-auth: must be at least 1, not 0"),
+    (["stdio", "--max-connection-bytes", "-1"], "--max-connection-bytes: must be at least 1"),
 ]
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from typing import Any
 
+from oamd.jsonvalue import dumps
+
 __all__ = ["LOW_WATER_SHARE", "History", "Rendered", "Window"]
 
 LOW_WATER_SHARE = 0.7
@@ -114,10 +116,11 @@ class Window:
 class History:
     """The committed entries of a session or NPC, grouped into turns."""
 
-    __slots__ = ("_entry_count", "_prompts", "_turns", "_windows")
+    __slots__ = ("_bytes", "_entry_count", "_prompts", "_turns", "_windows")
 
     def __init__(self, entries: Iterable[Entry] = ()) -> None:
         self._turns: list[list[Entry]] = []
+        self._bytes = 0
         self._entry_count = 0
         self._prompts = 0
         self._windows: dict[Hashable, Window] = {}
@@ -133,6 +136,7 @@ class History:
                 self._turns[-1].append(entry)
                 self._forget_last_turn()
             self._entry_count += 1
+            self._bytes += len(dumps(entry))  # once per entry: what the connection's budget counts
 
     def _forget_last_turn(self) -> None:
         """The last turn grew: windows that rendered it render it again when next asked."""
@@ -143,6 +147,11 @@ class History:
     def __len__(self) -> int:
         """Entries, not turns."""
         return self._entry_count
+
+    @property
+    def bytes(self) -> int:
+        """Size of the entries as JSON."""
+        return self._bytes
 
     @property
     def turn_count(self) -> int:

@@ -10,6 +10,9 @@ Rules:
    normally and a cancel does not count it.
 3. **``cancel_all()`` cancels the running operation and every queued one** that has not
    committed, and returns how many it cancelled.
+4. **At most ``MAX_QUEUED_OPERATIONS`` wait or run at once**; one more fails -32055
+   ``limit_reached`` before it takes a place, so a client cannot pile up work (and the params
+   each queued turn holds) without bound. The daemon's own follow-ups (compaction) are exempt.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from typing import TypeVar
 
 import anyio
 
-from oamd.errors import Cancelled
+from oamd.errors import Cancelled, LimitReached
+from oamd.limits import MAX_QUEUED_OPERATIONS
 
 __all__ = ["Operation", "OperationState", "TurnQueue"]
 
@@ -72,12 +76,25 @@ class TurnQueue:
         self._operations: list[Operation] = []
         self._tail: anyio.Event | None = None
 
-    def schedule(self, work: Callable[[Operation], Awaitable[T]]) -> Callable[[], Awaitable[T]]:
+    def schedule(
+        self, work: Callable[[Operation], Awaitable[T]], *, follow_up: bool = False
+    ) -> Callable[[], Awaitable[T]]:
         """Takes a place in line now; returns the coroutine function that runs ``work`` there.
 
         The returned function raises ``Cancelled`` when the operation was cancelled before it
         committed (including while it waited for its turn).
+
+        Raises:
+            LimitReached: ``MAX_QUEUED_OPERATIONS`` are already waiting or running (not for a
+                ``follow_up`` the daemon schedules itself).
         """
+        if len(self._operations) >= MAX_QUEUED_OPERATIONS and not follow_up:
+            raise LimitReached(
+                "queued operations",
+                MAX_QUEUED_OPERATIONS,
+                f"{MAX_QUEUED_OPERATIONS} operations are already queued or running here; wait "
+                "for their answers (or cancel them) before sending more.",
+            )
         operation = Operation()
         operation._scope = anyio.CancelScope()
         previous, done = self._tail, anyio.Event()

@@ -185,3 +185,7 @@ class SessionStore(ObjectStore[Session]):
         super().__init__(
             "s", limit, not_found=SessionNotFound, exists=SessionExists, full=SessionLimit
         )
+
+    def held_bytes(self) -> int:
+        """The JSON size of every session's history."""
+        return sum(session.history.bytes for session in self)

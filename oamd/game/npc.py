@@ -439,5 +439,9 @@ class NpcStore(ObjectStore[Npc]):
             ),
         )
 
+    def held_bytes(self) -> int:
+        """The JSON size of every NPC's history."""
+        return sum(npc.history.bytes for npc in self)
+
 
 __all__ += ["attitude", "memory_tool_definitions", "tool_names", "world_tool_definitions"]

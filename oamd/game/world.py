@@ -37,7 +37,8 @@ from oamd.game._paths import (
     setting,
     value_at,
 )
-from oamd.limits import MAX_SUBSCRIPTIONS, MAX_WORLDS
+from oamd.jsonvalue import dumps
+from oamd.limits import MAX_SUBSCRIPTIONS, MAX_WORLD_BYTES, MAX_WORLDS
 from oamd.log import get_logger
 
 __all__ = [
@@ -109,6 +110,9 @@ class WorldState:
             raise self._error("The world state root must be a JSON object.", "")
         self._check_depth((), root)
         self._root: dict[str, Any] = root
+        self._bytes = len(dumps(root))
+        if self._bytes > MAX_WORLD_BYTES:
+            raise _too_big(self._bytes)
         self._version = 0
         self.created_at = utc_now()
         self.observer: Callable[[list[Change]], None] | None = None
@@ -117,6 +121,11 @@ class WorldState:
     def version(self) -> int:
         """Counts committed changes; an operation that changes nothing does not count."""
         return self._version
+
+    @property
+    def bytes(self) -> int:
+        """About the size of the document as JSON, kept up to date change by change."""
+        return self._bytes
 
     def _error(self, message: str, path: str) -> WorldError:
         return WorldError(message, world=self.id, path=path)
@@ -245,7 +254,11 @@ class WorldState:
         return root
 
     def _commit(self, root: dict[str, Any], changes: list[Change]) -> list[Change]:
+        size = self._bytes + sum(_grown_by(change) for change in changes)
+        if size > MAX_WORLD_BYTES and size > self._bytes:
+            raise _too_big(size)  # nothing changed: the new root is discarded
         self._root = root
+        self._bytes = size
         self._version += 1
         if self.observer is not None:
             try:
@@ -253,6 +266,27 @@ class WorldState:
             except Exception:
                 log.exception("world_observer_failed", world=self.id)
         return changes
+
+
+def _grown_by(change: Change) -> int:
+    """How much the document's JSON grows by ``change`` (a new member counts its key too)."""
+    old = 0 if change.created else len(dumps(change.old))
+    new = 0 if change.removed else len(dumps(change.new))
+    key = len(str(change.segments[-1])) + 4 if change.segments else 0  # "key": and a comma
+    if change.created:
+        new += key
+    if change.removed:
+        old += key
+    return new - old
+
+
+def _too_big(size: int) -> LimitReached:
+    return LimitReached(
+        "bytes",
+        MAX_WORLD_BYTES,
+        f"The world would hold about {size} bytes of JSON; a world holds at most "
+        f"{MAX_WORLD_BYTES}. Remove something first, or keep bulk data in the game.",
+    )
 
 
 def _flatten(value: Any, path: str, lines: list[str], depth: int) -> None:
@@ -382,6 +416,10 @@ class WorldStore:
         """Live worlds in creation order."""
         return iter(list(self._worlds.values()))
 
+    def held_bytes(self) -> int:
+        """About the JSON size of every world document."""
+        return sum(world.bytes for world in self)
+
     def __len__(self) -> int:
         return len(self._worlds)
 
@@ -473,7 +511,7 @@ def write_world_state(state: WorldState, path: Any, value: Any, writable: list[s
         return planned
     try:
         state._set(planned.path, planned.value)
-    except WorldError as exc:
+    except (WorldError, LimitReached) as exc:  # the model reads why and carries on
         return ToolOutput.error(exc.message)
     return tools.write_done(planned)
 

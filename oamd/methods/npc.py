@@ -35,6 +35,7 @@ from oamd.game.persona import (
     parse_persona,
 )
 from oamd.game.talk import LineTracker, TalkOutcome, new_draft, run_talk, spoken_line, talk_prompt
+from oamd.methods.budget import needs_room
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_call, encode_record, encode_usage
 from oamd.methods.npc_world import game_state, npc_world_tools, world_store
@@ -280,7 +281,7 @@ def _schedule_compaction(req: Request, npc: Npc) -> None:
         if summary:
             npc.memory.summary = summary
 
-    req.conn.start_deferred(None, npc.queue.schedule(compact), respond=False)
+    req.conn.start_deferred(None, npc.queue.schedule(compact, follow_up=True), respond=False)
 
 
 async def _no_tool(call: Any, tool: Any) -> Any:
@@ -485,12 +486,12 @@ def actor_text(state: BridgeState, actor: Any, path: str = "actor") -> Persona |
 def register(registry: Registry) -> None:
     registry.declare_notification("npc/event")
     for name, handler in (
-        ("npc/create", create),
-        ("npc/talk", talk),
-        ("npc/bark", bark),
+        ("npc/create", needs_room(create)),
+        ("npc/talk", needs_room(talk)),
+        ("npc/bark", needs_room(bark)),
         ("npc/state", npc_state),
-        ("npc/restore", restore),
-        ("npc/update", update),
+        ("npc/restore", needs_room(restore)),
+        ("npc/update", needs_room(update)),
         ("npc/reset", reset),
         ("npc/cancel", cancel),
         ("npc/delete", delete),

@@ -14,7 +14,9 @@ from oamd.agent.queue import Operation
 from oamd.agent.session import Session, SessionOptions, check_object_id, parse_session_options
 from oamd.agent.tools import RESPOND_DIRECTLY, parse_tools, tool_count_warning
 from oamd.agent.transcript import export_transcript, import_transcript
-from oamd.errors import InvalidParams, InvalidRequest, InvalidSchema, OamdError
+from oamd.errors import InvalidParams, InvalidRequest, InvalidSchema, LimitReached, OamdError
+from oamd.limits import MAX_TOOLS
+from oamd.methods.budget import needs_room
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_turn
 from oamd.methods.state import BridgeState
@@ -38,6 +40,10 @@ RESPOND_KEYS = (
 
 def _restore_tools(saved: list[dict[str, Any]]) -> tuple[list[Any], list[str]]:
     tools, warnings = [], []
+    if len(saved) > MAX_TOOLS:
+        raise LimitReached(
+            "tools", MAX_TOOLS, f"'history.tools' has {len(saved)} tools; at most {MAX_TOOLS}."
+        )
     for i, raw in enumerate(saved):
         try:
             parsed, _ = parse_tools([raw], f"history.tools[{i}]")
@@ -312,14 +318,14 @@ def register(registry: Registry) -> None:
     registry.declare_notification("session/event")
     registry.declare_notification("tool/cancel")
     registry.declare_client_request("tool/call")
-    registry.register("session/create", create)
-    registry.register("session/respond", respond)
+    registry.register("session/create", needs_room(create))
+    registry.register("session/respond", needs_room(respond))
     registry.register("session/cancel", cancel)
     registry.register("session/delete", delete)
     registry.register("session/list", list_sessions)
     registry.register("session/transcript", transcript)
     registry.register("session/reset", reset)
-    registry.register("session/setInstructions", set_instructions)
-    registry.register("session/setContextNote", set_context_note)
-    registry.register("session/setTools", set_tools)
+    registry.register("session/setInstructions", needs_room(set_instructions))
+    registry.register("session/setContextNote", needs_room(set_context_note))
+    registry.register("session/setTools", needs_room(set_tools))
     registry.register("session/compact", compact)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from oamd.agent.models import ModelFactory
+from oamd.limits import MAX_CONNECTION_BYTES, MAX_SESSIONS
 
 if TYPE_CHECKING:
     from oamd.agent.session import SessionStore
@@ -20,7 +21,9 @@ class DaemonConfig:
     models: ModelFactory
     test_methods: bool = False
     """Registers ``test/*`` methods used by the end-to-end suite (never in production)."""
-    max_sessions: int = 64
+    max_sessions: int = MAX_SESSIONS
+    max_connection_bytes: int = MAX_CONNECTION_BYTES
+    """What one connection's histories and worlds may hold (``--max-connection-bytes``)."""
     tool_timeout: float = 120.0
     """The default time the engine has to answer a ``tool/call`` (``--tool-timeout``)."""
 
@@ -42,6 +45,14 @@ class BridgeState:
 
             self._sessions = SessionStore(self.config.max_sessions)
         return self._sessions
+
+    def held_bytes(self) -> int:
+        """About how much the connection's histories and world documents hold, as JSON: a sum
+        over its objects (a few hundred at most), each of which keeps its own count."""
+        total = 0 if self._sessions is None else self._sessions.held_bytes()
+        for store in self.extras.values():
+            total += store.held_bytes()
+        return total
 
     def cancel_all_work(self) -> None:
         """Cancels every queued and running operation and forgets every object (shutdown)."""

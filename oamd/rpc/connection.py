@@ -26,6 +26,7 @@ written, ``tool/call``s still waiting are dropped and every in-flight request is
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import enum
 import itertools
@@ -41,11 +42,13 @@ from oamd.errors import (
     Cancelled,
     InvalidMessage,
     InvalidParams,
+    LimitReached,
     MethodNotFound,
     OamdError,
     ShutDown,
 )
 from oamd.limits import (
+    MAX_IN_FLIGHT_REQUESTS,
     MAX_LINE_BYTES,
     MAX_PREAUTH_LINE_BYTES,
     MAX_SAFE_INTEGER,
@@ -308,7 +311,10 @@ class Connection:
                 self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": reply.value})
         else:
             assert isinstance(reply, Deferred)
-            self.start_deferred(msg_id, reply.work, respond=is_request)
+            if len(self._in_flight) >= MAX_IN_FLIGHT_REQUESTS:
+                self.start_deferred(msg_id, _refused(reply.work), respond=is_request)
+            else:
+                self.start_deferred(msg_id, reply.work, respond=is_request)
 
     def start_deferred(
         self, msg_id: Any, work: Callable[[], Awaitable[Any]], *, respond: bool = True
@@ -439,6 +445,25 @@ class Connection:
 
 def _ignore_line(line: bytes) -> None:
     return None
+
+
+def _refused(work: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+    """``work`` started already cancelled, so whatever its handler set up (a place in a turn
+    queue) is released at once, then answered -32055: too many requests are in flight."""
+
+    async def refuse() -> Any:
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            with contextlib.suppress(Exception):
+                await work()
+        raise LimitReached(
+            "requests in flight",
+            MAX_IN_FLIGHT_REQUESTS,
+            f"{MAX_IN_FLIGHT_REQUESTS} requests of this connection are still waiting for their "
+            "answers; wait for some before sending more.",
+        )
+
+    return refuse
 
 
 def _log_notification_error(method: str | None, exc: BaseException) -> None:

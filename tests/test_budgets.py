@@ -1,0 +1,156 @@
+"""Budgets: one client cannot take the daemon's memory. Queued operations per session or NPC,
+requests in flight per connection, bytes per world, tools per session or NPC, and bytes of
+histories and worlds per connection each end in -32055 ``limit_reached`` with ``data.limit`` —
+and the refused request changes nothing, and the client can always make room again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from conftest import memory_daemon
+
+from oamd.app import default_config
+from oamd.limits import (
+    MAX_IN_FLIGHT_REQUESTS,
+    MAX_QUEUED_OPERATIONS,
+    MAX_TOOLS,
+    MAX_WORLD_BYTES,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+def limit_reached(response: dict[str, Any], limit: int) -> str:
+    error = response["error"]
+    assert error["code"] == -32055, error
+    assert error["data"] == {"code": "limit_reached", "limit": limit}
+    return error["message"]
+
+
+def slow_model(steps: int) -> dict[str, Any]:
+    return {"type": "scripted", "steps": [{"text": "ok", "delayMs": 60_000}] * steps}
+
+
+async def test_a_session_queues_at_most_the_limit_and_then_keeps_working(client):
+    with anyio.fail_after(10):
+        await client.request(
+            "session/create", {"session": "s", "model": slow_model(MAX_QUEUED_OPERATIONS + 1)}
+        )
+        ids = [
+            await client.start("session/respond", {"session": "s", "prompt": f"p{i}"})
+            for i in range(MAX_QUEUED_OPERATIONS)
+        ]
+        refused = await client.call("session/respond", {"session": "s", "prompt": "one more"})
+        assert "queued" in limit_reached(refused, MAX_QUEUED_OPERATIONS)
+        await client.request("session/cancel", {"session": "s"})
+        for msg_id in ids:
+            assert (await client.wait(msg_id))["error"]["data"]["code"] == "cancelled"
+        listed = await client.request("session/list")
+    assert listed["sessions"][0]["entries"] == 0  # the refused turn left no trace
+
+
+async def test_an_npc_queues_at_most_the_limit(client):
+    persona = {"name": "Gorm", "role": "a smith"}
+    with anyio.fail_after(10):
+        await client.request(
+            "npc/create",
+            {"npc": "gorm", "persona": persona, "model": slow_model(MAX_QUEUED_OPERATIONS + 1)},
+        )
+        for i in range(MAX_QUEUED_OPERATIONS):
+            await client.start("npc/talk", {"npc": "gorm", "line": f"l{i}"})
+        refused = await client.call("npc/talk", {"npc": "gorm", "line": "one more"})
+        limit_reached(refused, MAX_QUEUED_OPERATIONS)
+        await client.request("npc/cancel", {"npc": "gorm"})
+
+
+async def test_a_connection_has_at_most_the_limit_of_requests_in_flight(client):
+    with anyio.fail_after(20):
+        for _ in range(MAX_IN_FLIGHT_REQUESTS):
+            await client.start("test/sleep", {"ms": 60_000})
+        refused = await client.call("test/sleep", {"ms": 0})
+        assert "waiting" in limit_reached(refused, MAX_IN_FLIGHT_REQUESTS)
+        assert await client.request("ping") == {}  # cheap requests never count
+
+
+async def test_a_world_holds_at_most_the_limit_and_a_refused_write_changes_nothing(client):
+    half = "x" * (MAX_WORLD_BYTES // 2)
+    with anyio.fail_after(10):
+        too_big = await client.call(
+            "world/create", {"world": "w", "state": {"a": half, "b": half, "c": "!"}}
+        )
+        limit_reached(too_big, MAX_WORLD_BYTES)
+        await client.request("world/create", {"world": "w", "state": {"a": half}})
+        before = await client.request("world/get", {"world": "w", "path": ""})
+        refused = await client.call("world/set", {"world": "w", "path": "b", "value": half})
+        merged = await client.call("world/merge", {"world": "w", "patch": {"b": half}})
+        after = await client.request("world/get", {"world": "w", "path": ""})
+        # replacing the big value with a small one is always allowed
+        await client.request("world/set", {"world": "w", "path": "a", "value": "small"})
+        grown = await client.request("world/set", {"world": "w", "path": "b", "value": half})
+    limit_reached(refused, MAX_WORLD_BYTES)
+    limit_reached(merged, MAX_WORLD_BYTES)
+    assert after == before
+    assert "version" in grown or grown is not None
+
+
+async def test_a_session_or_npc_takes_at_most_the_limit_of_tools(client):
+    tools = [
+        {"name": f"t{i}", "description": "A tool.", "parameters": {"type": "object"}}
+        for i in range(MAX_TOOLS + 1)
+    ]
+    with anyio.fail_after(10):
+        session = await client.call("session/create", {"session": "s", "tools": tools})
+        npc = await client.call(
+            "npc/create", {"npc": "n", "persona": {"name": "N", "role": "r"}, "tools": tools}
+        )
+        ok = await client.call("session/create", {"session": "s", "tools": tools[:MAX_TOOLS]})
+    limit_reached(session, MAX_TOOLS)
+    limit_reached(npc, MAX_TOOLS)
+    assert "result" in ok
+
+
+async def test_past_the_connection_budget_adding_fails_and_deleting_makes_room():
+    budget = 20_000
+    config = default_config(test_methods=True, max_connection_bytes=budget)
+    model = {"type": "scripted", "steps": [{"template": "{prompt}"}] * 10}
+    async with memory_daemon(config) as client:
+        with anyio.fail_after(10):
+            await client.request("world/create", {"world": "w", "state": {"blob": "y" * 15_000}})
+            await client.request("session/create", {"session": "s", "model": model})
+            await client.request("session/respond", {"session": "s", "prompt": "z" * 6_000})
+            refused = [
+                await client.call("session/respond", {"session": "s", "prompt": "more"}),
+                await client.call("world/set", {"world": "w", "path": "x", "value": 1}),
+                await client.call("world/create", {"world": "v"}),
+                await client.call("session/create", {"session": "t"}),
+            ]
+            listed = await client.request("session/list")  # reading keeps working
+            await client.request("world/delete", {"world": "w"})
+            again = await client.request("session/respond", {"session": "s", "prompt": "ok"})
+    for response in refused:
+        assert "Delete" in limit_reached(response, budget)
+    assert listed["sessions"][0]["entries"] == 2
+    assert again["text"] == "ok"
+
+
+def test_the_limits_are_documented():
+    with open("protocol/PROTOCOL.md", encoding="utf-8") as file:
+        text = file.read()
+    for flag in ("--max-connection-bytes", "data.limit"):
+        assert flag in text
+    for number in (MAX_QUEUED_OPERATIONS, MAX_IN_FLIGHT_REQUESTS, MAX_TOOLS):
+        assert f"{number}" in text
+    assert orjson.dumps(MAX_WORLD_BYTES // (1024 * 1024)).decode() + " MiB" in text
+
+
+def test_an_npc_world_write_past_the_limit_is_an_error_the_model_reads():
+    from oamd.game.world import WorldState, write_world_state
+
+    world = WorldState({"log": "x" * (MAX_WORLD_BYTES - 100)}, id="w")
+    out = write_world_state(world, "note", "y" * 200, [""])
+    assert out.is_error
+    assert "at most" in out.model_text
+    assert world.get("note") is None
