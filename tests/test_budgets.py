@@ -75,6 +75,35 @@ async def test_a_connection_has_at_most_the_limit_of_requests_in_flight(client):
         assert await client.request("ping") == {}  # cheap requests never count
 
 
+async def test_a_refused_queued_request_changes_nothing_and_keeps_the_queue_in_order(client):
+    """Over the in-flight cap, a request whose handler took a queue place is answered -32055 and
+    does not apply — on an idle session (where setInstructions would complete without waiting)
+    and behind a running turn (whose queue must keep its order)."""
+    slow = {"type": "scripted", "steps": [{"text": "ok", "delayMs": 60_000}, {"text": "ok"}]}
+    with anyio.fail_after(20):
+        for name in ("idle", "busy"):
+            await client.request(
+                "session/create", {"session": name, "instructions": "old", "model": slow}
+            )
+        for _ in range(MAX_IN_FLIGHT_REQUESTS - 1):
+            await client.start("test/sleep", {"ms": 60_000})
+        turn = await client.start("session/respond", {"session": "busy", "prompt": "slow"})
+        for name in ("idle", "busy"):
+            refused = await client.call(
+                "session/setInstructions", {"session": name, "instructions": "new"}
+            )
+            limit_reached(refused, MAX_IN_FLIGHT_REQUESTS)
+        listed = await client.request("session/list")
+        assert [s["instructions"] for s in listed["sessions"]] == ["old", "old"]
+        await client.request("session/cancel", {"session": "busy"})
+        assert (await client.wait(turn))["error"]["data"]["code"] == "cancelled"
+        await client.request("session/setInstructions", {"session": "busy", "instructions": "new"})
+        after = await client.request("session/respond", {"session": "busy", "prompt": "fast"})
+        listed = await client.request("session/list")
+    assert after["text"] == "ok"
+    assert [s["instructions"] for s in listed["sessions"]] == ["old", "new"]
+
+
 async def test_a_world_holds_at_most_the_limit_and_a_refused_write_changes_nothing(client):
     half = "x" * (MAX_WORLD_BYTES // 2)
     with anyio.fail_after(10):

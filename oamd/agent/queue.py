@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import anyio
 
 from oamd.errors import Cancelled, LimitReached
 from oamd.limits import MAX_QUEUED_OPERATIONS
 
-__all__ = ["Operation", "OperationState", "TurnQueue"]
+__all__ = ["Operation", "OperationState", "Scheduled", "TurnQueue"]
 
 T = TypeVar("T")
 
@@ -61,6 +61,12 @@ class Operation:
     def committed(self) -> bool:
         return self.state is OperationState.COMMITTED
 
+    def withdraw(self) -> None:
+        """Gives the place in line up without running the work: the operation still waits for
+        the one before it, so the ones after it keep their order, then ends ``Cancelled``."""
+        if self.state is OperationState.QUEUED:
+            self.state = OperationState.CANCELLED
+
     def cancel(self) -> bool:
         """Cancels the operation unless it committed; returns whether it did."""
         if self.state in (OperationState.COMMITTED, OperationState.CANCELLED):
@@ -71,6 +77,23 @@ class Operation:
         return True
 
 
+class Scheduled(Generic[T]):
+    """What ``TurnQueue.schedule`` returns: call it to run the operation in its place; or
+    ``withdraw()`` first, and the call only waits its turn and ends ``Cancelled``."""
+
+    __slots__ = ("_run", "operation")
+
+    def __init__(self, run: Callable[[], Awaitable[T]], operation: Operation) -> None:
+        self._run = run
+        self.operation = operation
+
+    def __call__(self) -> Awaitable[T]:
+        return self._run()
+
+    def withdraw(self) -> None:
+        self.operation.withdraw()
+
+
 class TurnQueue:
     def __init__(self) -> None:
         self._operations: list[Operation] = []
@@ -78,7 +101,7 @@ class TurnQueue:
 
     def schedule(
         self, work: Callable[[Operation], Awaitable[T]], *, follow_up: bool = False
-    ) -> Callable[[], Awaitable[T]]:
+    ) -> Scheduled[T]:
         """Takes a place in line now; returns the coroutine function that runs ``work`` there.
 
         The returned function raises ``Cancelled`` when the operation was cancelled before it
@@ -107,6 +130,8 @@ class TurnQueue:
                 with operation._scope:
                     if previous is not None:
                         await previous.wait()
+                    if operation.state is OperationState.CANCELLED:
+                        raise Cancelled()  # withdrawn, or cancelled at the moment its turn came
                     if operation.state is OperationState.QUEUED:
                         operation.state = OperationState.RUNNING
                     result = await work(operation)
@@ -121,7 +146,7 @@ class TurnQueue:
                 done.set()
                 self._operations.remove(operation)
 
-        return run
+        return Scheduled(run, operation)
 
     def cancel_all(self) -> int:
         return sum(op.cancel() for op in list(self._operations))

@@ -26,7 +26,6 @@ written, ``tool/call``s still waiting are dropped and every in-flight request is
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import enum
 import itertools
@@ -311,10 +310,15 @@ class Connection:
                 self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": reply.value})
         else:
             assert isinstance(reply, Deferred)
-            if len(self._in_flight) >= MAX_IN_FLIGHT_REQUESTS:
-                self.start_deferred(msg_id, _refused(reply.work), respond=is_request)
-            else:
+            if len(self._in_flight) < MAX_IN_FLIGHT_REQUESTS:
                 self.start_deferred(msg_id, reply.work, respond=is_request)
+                return
+            withdraw = getattr(reply.work, "withdraw", None)
+            if withdraw is not None:  # give its queue place up in order, doing nothing
+                withdraw()
+                self.start_deferred(None, reply.work, respond=False)
+            if is_request:
+                self._send_error(msg_id, to_wire_error(_too_many_in_flight()))
 
     def start_deferred(
         self, msg_id: Any, work: Callable[[], Awaitable[Any]], *, respond: bool = True
@@ -447,23 +451,13 @@ def _ignore_line(line: bytes) -> None:
     return None
 
 
-def _refused(work: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
-    """``work`` started already cancelled, so whatever its handler set up (a place in a turn
-    queue) is released at once, then answered -32055: too many requests are in flight."""
-
-    async def refuse() -> Any:
-        with anyio.CancelScope() as scope:
-            scope.cancel()
-            with contextlib.suppress(Exception):
-                await work()
-        raise LimitReached(
-            "requests in flight",
-            MAX_IN_FLIGHT_REQUESTS,
-            f"{MAX_IN_FLIGHT_REQUESTS} requests of this connection are still waiting for their "
-            "answers; wait for some before sending more.",
-        )
-
-    return refuse
+def _too_many_in_flight() -> LimitReached:
+    return LimitReached(
+        "requests in flight",
+        MAX_IN_FLIGHT_REQUESTS,
+        f"{MAX_IN_FLIGHT_REQUESTS} requests of this connection are still waiting for their "
+        "answers; wait for some before sending more.",
+    )
 
 
 def _log_notification_error(method: str | None, exc: BaseException) -> None:

@@ -37,6 +37,10 @@ class Deferred:
 
     It runs in its own cancel scope: cancelled by ``shutdown`` or end of input it answers -32009.
     Work with a commit point (a turn) must leave no trace when cancelled before it.
+
+    Work that took a place in a queue when the handler ran has a ``withdraw()`` method: when the
+    connection refuses the request (too many in flight) it calls it and runs the work anyway,
+    unanswered, so the place is given up in order without doing anything.
     """
 
     work: Callable[[], Awaitable[Any]]
