@@ -16,7 +16,7 @@ import orjson
 import pytest
 from backends import fake_http
 from backends.llama_server import LlamaServer, missing_reason, running_server
-from conftest import memory_daemon
+from conftest import OAMD, contract_checker, memory_daemon
 
 from oamd.app import default_config
 from oamd.backends.base import (
@@ -30,7 +30,7 @@ from oamd.backends.base import (
 )
 from oamd.backends.openai import OpenAIModel
 from oamd.backends.spec import model_from_spec
-from oamd.client import RpcError
+from oamd.client import RpcError, connect_stdio
 from oamd.errors import ModelError
 
 pytestmark = pytest.mark.anyio
@@ -65,6 +65,8 @@ INNKEEPER = (
     "cider. Reply in one short sentence."
 )
 SHORT = Sampling(greedy=True, max_tokens=16)
+FIXED = "#m?tools=envelope&json=none&top_k=off"
+"""A spec fragment that fixes every choice: no probe precedes a step."""
 
 
 # ---- fixtures ---------------------------------------------------------------------------------
@@ -334,6 +336,50 @@ async def test_a_structured_turn_on_the_server_returns_a_value_valid_against_the
     jsonschema.validate(result["structured"], EMOTION_SCHEMA)
 
 
+GOBLIN_OPTIONS = [
+    {"id": "attack", "description": "Keep fighting"},
+    {"id": "flee", "description": "Run into the woods"},
+    {"id": "beg", "description": "Beg the knight for mercy"},
+]
+
+
+def line(msg_id: str, method: str, params: dict[str, Any]) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+
+
+async def first_decision(spec: str, *, initialize: bool) -> dict[Any, dict[str, Any]]:
+    """A fresh ``oamd stdio --model <spec>`` sent ``decision/decide`` at once: right behind
+    ``initialize`` in the same write, or as its very first line. The raw responses by id."""
+    ref: list[Any] = []
+    argv = [*OAMD, "stdio", "--model", spec]
+    data = line("init", "initialize", {"protocolVersion": "1.0"}) + b"\n" if initialize else b""
+    data += line(
+        "decide",
+        "decision/decide",
+        {"situation": "A knight corners the goblin, who has 3 HP left.", "options": GOBLIN_OPTIONS},
+    )
+    async with connect_stdio(argv, on_message=contract_checker(ref)) as client:
+        ref.append(client)
+        client.sent_methods.update({"init": "initialize", "decide": "decision/decide"})
+        await client.send_raw(data + b"\n")
+        with anyio.fail_after(60):
+            await client.next_message(lambda m: m.get("id") == "decide")
+    return {m["id"]: m for m in client.received if "id" in m}
+
+
+@pytest.mark.parametrize("initialize", [True, False], ids=["behind-initialize", "alone"])
+async def test_a_first_decision_is_planned_for_the_probed_server_and_answers_a_valid_choice(
+    llama_server, initialize
+):
+    responses = await first_decision(llama_server.spec(), initialize=initialize)
+    decision = responses["decide"]
+    assert "error" not in decision, decision
+    assert decision["result"]["optionID"] in [o["id"] for o in GOBLIN_OPTIONS]
+    assert decision["result"]["isFallback"] is False
+    if initialize:
+        assert responses["init"]["result"]["model"]["available"] is True
+
+
 # ---- faults -----------------------------------------------------------------------------------
 
 
@@ -442,7 +488,7 @@ async def test_a_server_that_never_answers_fails_generation_failed_after_the_rea
         await anyio.sleep_forever()
 
     async with fake_http.serve(silent) as url:
-        model = model_from_spec(f"openai:{url}#m?json=none&top_k=off&timeout=0.2")
+        model = model_from_spec(f"openai:{url}{FIXED}&timeout=0.2")
         with anyio.fail_after(10):
             error = await step_error(model)
         await model.aclose()
@@ -457,7 +503,7 @@ async def test_a_connection_dropped_mid_stream_fails_generation_failed():
         # returning closes the socket before the chunked body ends
 
     async with fake_http.serve(dropping) as url:
-        model = model_from_spec(f"openai:{url}#m?json=none&top_k=off")
+        model = model_from_spec(f"openai:{url}{FIXED}")
         with anyio.fail_after(10):
             error = await step_error(model)
         await model.aclose()
@@ -477,7 +523,7 @@ async def test_abandoning_a_stream_closes_its_connection():
             closed.set()
 
     async with fake_http.serve(streaming) as url:
-        model = model_from_spec(f"openai:{url}#m?json=none&top_k=off")
+        model = model_from_spec(f"openai:{url}{FIXED}")
         with anyio.fail_after(10):
             async for event in model.generate(ask("Hello.")):
                 assert event == TextDelta("Hi")
@@ -505,7 +551,7 @@ async def test_cancelling_a_step_mid_stream_closes_its_connection():
             first.set()
 
     async with fake_http.serve(streaming) as url:
-        model = model_from_spec(f"openai:{url}#m?json=none&top_k=off")
+        model = model_from_spec(f"openai:{url}{FIXED}")
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(consume, model)

@@ -6,13 +6,16 @@ mapping of network failures; request bodies, response decoding and the HTTP erro
 ``oamd.backends._openai_wire``. Guarantees: a cancelled or abandoned step closes its request (the
 server sees the connection drop and stops generating); every failure is a ``ModelError``.
 
-Capabilities differ per server and are not assumed. ``availability()`` (run at ``initialize``)
-asks ``GET /models`` and picks a profile from the server's ``owned_by``: llama-cpp-python (``me``)
-and llama.cpp (``llamacpp``) get the envelope loop with ``{"type": "json_object", "schema": …}``
-(their ``"auto"`` tool choice is unreliable on small models, and llama-cpp-python rejects the
-``json_schema`` form with HTTP 500); any other server gets native tools and the ``json_schema``
-form. Until then, the envelope loop without constrained JSON, which every chat server can run.
-Query options on the spec override detection (see ``OpenAIModel.from_spec``).
+Capabilities differ per server and are not assumed. A probe (``GET /models``) picks a profile
+from the server's ``owned_by``: llama-cpp-python (``me``) and llama.cpp (``llamacpp``) get the
+envelope loop with ``{"type": "json_object", "schema": …}`` (their ``"auto"`` tool choice is
+unreliable on small models, and llama-cpp-python rejects the ``json_schema`` form with HTTP 500);
+any other server gets native tools and the ``json_schema`` form. Query options on the spec
+override detection (see ``OpenAIModel.from_spec``). The capabilities are settled before a turn
+is planned: its first use (``settle_capabilities``, or ``availability()`` at ``initialize``) runs
+the probe, and whoever arrives while it runs waits for that same probe. A probe that finds no
+usable server settles nothing: the turns waiting for it fail (``model_unavailable``, or ``busy`` /
+``rate_limited`` for a server that is only overloaded) and the next use asks again.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+import anyio
 import httpx
 import orjson
 
@@ -57,7 +61,7 @@ READ_TIMEOUT_SECONDS = 120.0
 past it the step fails ``generation_failed``. Spec option ``timeout``."""
 
 PROBE_TIMEOUT_SECONDS = 5.0
-"""Time ``availability()`` gives ``GET /models``."""
+"""Time the probe gives ``GET /models``; past it the server counts as unavailable."""
 
 DEFAULT_CONTEXT_SIZE = 4096
 """Context assumed when neither the spec (``ctx``) nor the server says; conservative, since the
@@ -84,7 +88,8 @@ LLAMA_CPP_PYTHON = ServerProfile("llama-cpp-python", False, "json_object", True)
 LLAMA_CPP = ServerProfile("llama.cpp", False, "json_object", True)
 GENERIC = ServerProfile("openai-compatible", True, "json_schema", False)
 UNPROBED = ServerProfile("unprobed", False, "none", False)
-"""Before the first probe: the envelope loop, unconstrained, which any chat server can run."""
+"""Before the probe answers, and for good when the spec's options fix every choice: the envelope
+loop, unconstrained, which any chat server can run (options override it)."""
 
 _PROFILES_BY_OWNER = {"me": LLAMA_CPP_PYTHON, "llamacpp": LLAMA_CPP}
 _TOOLS_OPTIONS = {"native": True, "envelope": False}
@@ -95,6 +100,30 @@ _JSON_OPTIONS: dict[str, JsonMode] = {
 }
 _SWITCH_OPTIONS = {"on": True, "off": False}
 SPEC_OPTIONS = ("tools", "json", "ctx", "max_output", "timeout", "top_k", "usage")
+
+
+_STATUS_TOO_MANY_REQUESTS = 429
+_STATUSES_REFUSED = (401, 403)
+
+
+@dataclass(frozen=True, slots=True)
+class _ProbeOutcome:
+    """What one ``GET /models`` found: the availability to report and, when it found no server
+    to plan a turn for, the ``(name, message, retry_after)`` of the error such a turn fails with."""
+
+    availability: Availability
+    failure: tuple[str, str, float | None] | None = None
+
+
+class _Probe:
+    """A ``GET /models`` in flight. Whoever needs the server's answer meanwhile waits for this
+    one; ``outcome`` stays ``None`` when the task that ran it was cancelled (then ask again)."""
+
+    __slots__ = ("done", "outcome")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.outcome: _ProbeOutcome | None = None
 
 
 def _api_key(environ: Mapping[str, str]) -> str | None:
@@ -145,6 +174,7 @@ class OpenAIModel(LanguageModel):
         self._sampling_extensions = sampling_extensions
         self._include_usage = include_usage
         self.profile = UNPROBED
+        self._probe: _Probe | None = None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(
             base_url=self.base_url + "/",
@@ -165,7 +195,8 @@ class OpenAIModel(LanguageModel):
         ``timeout=<seconds>`` (longest silence in a response), ``top_k=on|off`` (send llama.cpp's
         ``top_k``), ``usage=on|off`` (ask for ``stream_options.include_usage``). Example:
         ``http://127.0.0.1:8080/v1#smollm2?tools=native&json=json_object``. The API key comes
-        from ``OAMD_OPENAI_API_KEY`` or ``OPENAI_API_KEY`` when set.
+        from ``OAMD_OPENAI_API_KEY`` or ``OPENAI_API_KEY`` when set. With ``#<model>``, ``tools``,
+        ``json`` and ``top_k`` all given, nothing is probed before a turn.
 
         Raises:
             ValueError: the URL is not http(s) or an option is unknown or malformed.
@@ -209,26 +240,86 @@ class OpenAIModel(LanguageModel):
             max_output_tokens=self._max_output_tokens,
         )
 
-    def _request_form_unknown(self) -> bool:
-        return self.model is None or self._json_mode is None or self._sampling_extensions is None
-
     @property
     def probed(self) -> bool:
         return self.profile is not UNPROBED
 
+    def _needs_probe(self) -> bool:
+        """Whether a turn must wait for the server's answer: it was not probed yet, and the spec
+        leaves something to detect (the model's name, the tool loop, the schema form, ``top_k``)."""
+        if self.probed:
+            return False
+        return (
+            self.model is None
+            or self._native_tools is None
+            or self._json_mode is None
+            or self._sampling_extensions is None
+        )
+
+    async def settle_capabilities(self) -> None:
+        """Probes the server unless its profile is known (or the spec fixes everything), joining
+        a probe already in flight, so a turn is never planned with guessed capabilities.
+
+        Raises:
+            ModelError: the probe found no usable server: ``model_unavailable`` (unreachable,
+                refused, silent), ``busy`` or ``rate_limited`` (overloaded, with its
+                ``Retry-After``), ``generation_failed`` (another server error). Nothing is
+                remembered: the next call probes again.
+        """
+        if not self._needs_probe():
+            return
+        failure = (await self._probe_once()).failure
+        if failure is not None:
+            name, message, retry_after = failure
+            raise ModelError(name, message, retry_after=retry_after)
+
     async def availability(self) -> Availability:
-        """Asks ``GET /models``; on success adopts the server's profile (and its first model id
-        when the spec named none). Unreachable or refusing servers report ``available: false``."""
+        """Asks ``GET /models`` (or waits for the probe in flight); on success adopts the
+        server's profile (and its first model id when the spec named none). Unreachable,
+        refusing or failing servers report ``available: false``."""
+        return (await self._probe_once()).availability
+
+    async def _probe_once(self) -> _ProbeOutcome:
+        while True:
+            probe = self._probe
+            if probe is not None:
+                await probe.done.wait()
+                if probe.outcome is not None:
+                    return probe.outcome
+                continue  # its task was cancelled before the answer: ask again
+            probe = self._probe = _Probe()
+            try:
+                probe.outcome = await self._ask_models()
+            finally:
+                self._probe = None
+                probe.done.set()
+            return probe.outcome
+
+    async def _ask_models(self) -> _ProbeOutcome:
         try:
             response = await self._client.get("models", timeout=PROBE_TIMEOUT_SECONDS)
         except httpx.TimeoutException:
             return self._unavailable(f"{self.base_url} did not answer GET /models in time.")
         except httpx.TransportError as exc:
             return self._unavailable(f"Cannot reach {self.base_url}: {_describe(exc)}.")
-        if response.status_code in (401, 403):
+        status = response.status_code
+        if status in _STATUSES_REFUSED:
             return self._unavailable(
-                f"{self.base_url} refused the request (HTTP {response.status_code}); set "
+                f"{self.base_url} refused the request (HTTP {status}); set "
                 "OAMD_OPENAI_API_KEY or OPENAI_API_KEY."
+            )
+        if status == _STATUS_TOO_MANY_REQUESTS or status >= 500:
+            # an overloaded or failing server says nothing about its kind: adopting the generic
+            # profile now would keep the wrong loop for good
+            error = error_from_response(status, response.headers, response.content)
+            return _ProbeOutcome(
+                Availability(
+                    available=False,
+                    reason="model_not_ready",
+                    status="unavailable",
+                    detail=error.message,
+                ),
+                (error.name, error.message, error.retry_after),
             )
         entries: list[dict[str, Any]] = []
         if response.is_success:
@@ -246,23 +337,27 @@ class OpenAIModel(LanguageModel):
             entries[0].get("owned_by") if entries else None,
         )
         self._apply(_PROFILES_BY_OWNER.get(str(owner), GENERIC))
-        return Availability(
-            available=True,
-            context_size=self.capabilities.context_size,
-            variant=self.model or DEFAULT_MODEL_NAME,
-            detail=f"{self.profile.name} at {self.base_url}",
+        return _ProbeOutcome(
+            Availability(
+                available=True,
+                context_size=self.capabilities.context_size,
+                variant=self.model or DEFAULT_MODEL_NAME,
+                detail=f"{self.profile.name} at {self.base_url}",
+            )
         )
 
-    def _unavailable(self, detail: str) -> Availability:
-        return Availability(
-            available=False, reason="model_not_ready", status="unavailable", detail=detail
+    def _unavailable(self, detail: str) -> _ProbeOutcome:
+        return _ProbeOutcome(
+            Availability(
+                available=False, reason="model_not_ready", status="unavailable", detail=detail
+            ),
+            ("model_unavailable", detail, None),
         )
 
     # ---- generation ---------------------------------------------------------------------------
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
-        if not self.probed and self._request_form_unknown():
-            await self.availability()  # fixes the request form; the loop was already chosen
+        await self.settle_capabilities()  # a no-op once known; the agent awaited it already
         decoder = StreamDecoder("\n".join(m.content for m in request.messages))
         try:
             async with aclosing(self._exchange(request, decoder, stream=True)) as events:
