@@ -1,6 +1,6 @@
 """The OpenAI-compatible backend learns its server before a turn is planned: one shared probe
 (``GET /models``) for every first use, a failed probe that fails the turns waiting for it and is
-asked again later.
+asked again later; and every step asks for a bounded output (``max_tokens`` by step kind).
 
 A fake server behind ``httpx.MockTransport`` counts the probes and records the chat bodies; the
 turns go through the protocol (the in-memory daemon)."""
@@ -16,6 +16,13 @@ import pytest
 from conftest import memory_daemon
 
 from oamd.app import default_config
+from oamd.backends._openai_wire import (
+    DECIDE_MAX_TOKENS,
+    REPLY_MAX_TOKENS,
+    STRUCTURED_MAX_TOKENS,
+    TOOL_ARGUMENTS_MAX_TOKENS,
+)
+from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
 from oamd.backends.openai import OpenAIModel
 from oamd.client import Client, RpcError
 
@@ -228,3 +235,60 @@ async def test_a_probe_abandoned_by_its_cancelled_caller_is_asked_again_by_the_n
     await model.aclose()
     assert server.probes == 2
     assert model.capabilities.constrained_json is True
+
+
+# ---- output caps ------------------------------------------------------------------------------
+
+
+def step(kind: str, max_tokens: int | None = None) -> GenerationRequest:
+    return GenerationRequest(
+        [ChatMessage("user", "Hello.")], kind=kind, sampling=Sampling(max_tokens=max_tokens)
+    )
+
+
+async def body_of(request: GenerationRequest, spec: str = "") -> dict[str, Any]:
+    """The chat body one step sends."""
+    server = FakeServer()
+    server.reply = "ok"
+    model = server.model(spec)
+    with anyio.fail_after(10):
+        async for _ in model.generate(request):
+            pass
+    await model.aclose()
+    return server.bodies[0]
+
+
+@pytest.mark.parametrize(
+    ("kind", "asked", "cap"),
+    [
+        ("decide", None, DECIDE_MAX_TOKENS),
+        ("toolArguments", None, TOOL_ARGUMENTS_MAX_TOKENS),
+        ("respond", None, REPLY_MAX_TOKENS),
+        ("answer", None, REPLY_MAX_TOKENS),
+        ("structured", None, STRUCTURED_MAX_TOKENS),
+        ("summary", None, REPLY_MAX_TOKENS),  # a kind the backend does not know: a reply
+        ("decide", 4096, DECIDE_MAX_TOKENS),  # picking never writes at length
+        ("toolArguments", 32, 32),
+        ("respond", 40, 40),  # the turn's maxResponseTokens
+        ("structured", 2000, 2000),
+    ],
+)
+async def test_every_step_asks_for_an_output_cap_suited_to_its_kind(kind, asked, cap):
+    body = await body_of(step(kind, asked))
+    assert body["max_tokens"] == cap
+
+
+@pytest.mark.parametrize("kind", ["decide", "respond", "structured"])
+async def test_no_step_asks_for_more_than_the_spec_max_output(kind):
+    body = await body_of(step(kind, 5000), "?max_output=100")
+    assert body["max_tokens"] == 100
+
+
+async def test_a_decision_turn_asks_for_a_bounded_structured_answer():
+    server = FakeServer()
+    model = server.model()
+    async with memory_daemon(default_config(model)) as client:
+        with anyio.fail_after(10):
+            await client.request("decision/decide", decide_params())
+    await model.aclose()
+    assert [b["max_tokens"] for b in server.bodies] == [STRUCTURED_MAX_TOKENS]

@@ -1,5 +1,5 @@
 """OpenAI chat-completions wire shapes, without I/O: the request body built from a
-``GenerationRequest``, the events decoded from a streamed (SSE) or whole response, and the
+``GenerationRequest`` (always with an output cap suited to the step's kind), the events decoded from a streamed (SSE) or whole response, and the
 ``ModelError`` a failed response maps to.
 
 ``oamd.backends.openai`` owns the HTTP exchange and calls these; keeping them pure lets the
@@ -32,18 +32,55 @@ from oamd.backends.base import (
 from oamd.errors import MODEL_ERROR_NAMES, ModelError
 
 __all__ = [
+    "DECIDE_MAX_TOKENS",
+    "REPLY_MAX_TOKENS",
+    "STRUCTURED_MAX_TOKENS",
+    "TOOL_ARGUMENTS_MAX_TOKENS",
     "JsonMode",
     "StreamDecoder",
     "WireOptions",
     "chat_body",
     "error_from_body",
     "error_from_response",
+    "output_cap",
     "retry_after_seconds",
 ]
 
 JsonMode = Literal["json_schema", "json_object", "none"]
 """How a schema is sent: OpenAI's ``{"type": "json_schema", "json_schema": {…}}``, llama.cpp's
 ``{"type": "json_object", "schema": …}``, or not at all."""
+
+# Every step carries ``max_tokens``. Without it a server generates until its context is full:
+# llama-cpp-python's default for chat is "unlimited", and a small model under a ``json_object``
+# grammar may pad its JSON with whitespace to the end (one decision ran 145 s on a CPU).
+
+DECIDE_MAX_TOKENS = 256
+"""Output cap of a ``decide`` step: one short envelope (``{"action": …, "arguments": {…}}``);
+the agent asks for as much, and no request may raise it."""
+
+TOOL_ARGUMENTS_MAX_TOKENS = 256
+"""Output cap of a ``toolArguments`` step: one arguments object of a few short fields; no
+request may raise it."""
+
+REPLY_MAX_TOKENS = 512
+"""Output cap of a reply (``respond``, or a native-loop ``answer`` that may call tools) when the
+turn sets none (``maxResponseTokens``): a few sentences of dialogue, with room to spare; the
+embedded llama.cpp backend caps unset steps the same."""
+
+STRUCTURED_MAX_TOKENS = 1024
+"""Output cap of a ``structured`` step when the turn sets none: JSON spends tokens on its syntax,
+and ``content/generate`` may ask for a list of items."""
+
+_STEP_CAPS = {
+    "decide": DECIDE_MAX_TOKENS,
+    "toolArguments": TOOL_ARGUMENTS_MAX_TOKENS,
+    "respond": REPLY_MAX_TOKENS,
+    "answer": REPLY_MAX_TOKENS,
+    "structured": STRUCTURED_MAX_TOKENS,
+}
+_FIXED_CAP_KINDS = frozenset({"decide", "toolArguments"})
+"""Steps that pick rather than write: a turn's ``maxResponseTokens`` may lower their cap, never
+raise it."""
 
 MAX_ERROR_MESSAGE_CHARS = 300
 """Longest part of a server's error text quoted in a ``ModelError`` message."""
@@ -83,6 +120,8 @@ class WireOptions:
     """Send llama.cpp's ``top_k`` (strict servers reject unknown members)."""
     include_usage: bool = True
     """Ask for a final usage chunk (``stream_options.include_usage``)."""
+    max_output_tokens: int | None = None
+    """The server's own output limit (spec option ``max_output``): no step asks for more."""
 
 
 # ---- requests ---------------------------------------------------------------------------------
@@ -130,6 +169,19 @@ def _response_format(schema: dict[str, Any], mode: JsonMode) -> dict[str, Any] |
     return None
 
 
+def output_cap(request: GenerationRequest, server_limit: int | None = None) -> int:
+    """``max_tokens`` for one step: the turn's own cap (``sampling.max_tokens``) when it sets
+    one, else the cap of the step's ``kind`` (an unknown kind counts as a reply); a ``decide`` or
+    ``toolArguments`` step never exceeds its kind's cap, and no step exceeds ``server_limit``."""
+    cap = _STEP_CAPS.get(request.kind, REPLY_MAX_TOKENS)
+    asked = request.sampling.max_tokens
+    if asked is not None and asked > 0:
+        cap = min(asked, cap) if request.kind in _FIXED_CAP_KINDS else asked
+    if server_limit is not None:
+        cap = min(cap, server_limit)
+    return cap
+
+
 def chat_body(request: GenerationRequest, options: WireOptions, *, stream: bool) -> dict[str, Any]:
     """The ``POST /chat/completions`` body for one model step."""
     body: dict[str, Any] = {
@@ -170,8 +222,7 @@ def chat_body(request: GenerationRequest, options: WireOptions, *, stream: bool)
             body["top_p"] = sampling.top_p
     if sampling.seed is not None:
         body["seed"] = sampling.seed
-    if sampling.max_tokens is not None:
-        body["max_tokens"] = sampling.max_tokens
+    body["max_tokens"] = output_cap(request, options.max_output_tokens)
     return body
 
 

@@ -191,9 +191,10 @@ class OpenAIModel(LanguageModel):
         """``<base-url>[#<model>][?option=value&…]`` (the part after ``openai:``).
 
         Options: ``tools=native|envelope`` (the tool loop), ``json=json_object|json_schema|none``
-        (how a schema constrains output), ``ctx=<tokens>`` (context size), ``max_output=<tokens>``,
-        ``timeout=<seconds>`` (longest silence in a response), ``top_k=on|off`` (send llama.cpp's
-        ``top_k``), ``usage=on|off`` (ask for ``stream_options.include_usage``). Example:
+        (how a schema constrains output), ``ctx=<tokens>`` (context size), ``max_output=<tokens>``
+        (the most output any step asks for), ``timeout=<seconds>`` (longest silence in a
+        response), ``top_k=on|off`` (send llama.cpp's ``top_k``), ``usage=on|off`` (ask for
+        ``stream_options.include_usage``). Example:
         ``http://127.0.0.1:8080/v1#smollm2?tools=native&json=json_object``. The API key comes
         from ``OAMD_OPENAI_API_KEY`` or ``OPENAI_API_KEY`` when set. With ``#<model>``, ``tools``,
         ``json`` and ``top_k`` all given, nothing is probed before a turn.
@@ -230,6 +231,7 @@ class OpenAIModel(LanguageModel):
             json_mode=json_mode,
             sampling_extensions=extensions,
             include_usage=self._include_usage,
+            max_output_tokens=self._max_output_tokens,
         )
         self.capabilities = ModelCapabilities(
             native_tools=native,
