@@ -451,6 +451,84 @@ async def test_an_error_sent_inside_the_stream_maps_to_its_model_error():
     assert error.name == "context_size_exceeded"
 
 
+def streaming(events: bytes):
+    """A mocked server whose chat completions answer with ``events`` as a server-sent stream."""
+    return mocked(
+        lambda request: (
+            models_list()
+            if request.url.path.endswith("/models")
+            else httpx.Response(200, content=events, headers={"content-type": "text/event-stream"})
+        )
+    )
+
+
+async def test_a_stream_that_stops_before_the_server_is_done_fails_instead_of_answering_half():
+    model = streaming(b'data: {"choices":[{"delta":{"content":"Welc"}}]}\n\n')
+    error = await step_error(model)
+    await model.aclose()
+    assert error.name == "generation_failed"
+    assert "ended before the answer was complete" in error.message
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [
+        b'data: {"choices":[{"delta":{},"finish_reason":"length"}]}\n\n',
+        b"data: [DONE]\n\n",
+        b"data: [DONE]",
+    ],
+    ids=["finish_reason", "done", "done-without-blank-line"],
+)
+async def test_a_finish_reason_or_done_marks_a_stream_complete(ending):
+    model = streaming(b'data: {"choices":[{"delta":{"content":"Welcome"}}]}\n\n' + ending)
+    events = await collect(model, ask("Hello."))
+    await model.aclose()
+    assert text_of(events) == "Welcome"
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        {"choices": "Welcome"},
+        {"choices": [7]},
+        {"choices": [{"delta": "Welcome"}]},
+        {"choices": [{"message": ["Welcome"]}]},
+        {"choices": [{"delta": {"tool_calls": {"name": "wave"}}}]},
+        {"choices": [{"delta": {"tool_calls": [3]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"function": "wave"}]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"function": {"name": 5}}]}}]},
+    ],
+)
+async def test_a_chunk_of_another_shape_fails_generation_failed(chunk):
+    model = streaming(b"data: " + orjson.dumps(chunk) + b"\n\ndata: [DONE]\n\n")
+    error = await step_error(model)
+    await model.aclose()
+    assert error.name == "generation_failed"
+    assert "not a chat completion's" in error.message
+
+
+async def test_usage_counts_that_are_not_counts_are_estimated_instead():
+    body = {
+        "choices": [{"message": {"content": "Welcome!"}}],
+        "usage": {"prompt_tokens": "12", "completion_tokens": -3},
+    }
+    model = mocked(answering(200, body))
+    events = await collect(model, ask("Hello."))
+    await model.aclose()
+    assert events == [TextDelta("Welcome!"), Usage(2, 0, 2)]
+
+
+async def test_a_call_id_that_is_not_a_string_is_left_for_the_agent_to_assign():
+    events_in = (
+        b'data: {"choices":[{"delta":{"tool_calls":[{"index":[0],"id":7,"function":'
+        b'{"name":"wave","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}\n\n'
+    )
+    model = streaming(events_in)
+    events = await collect(model, ask("Wave."))
+    await model.aclose()
+    assert events[0] == ToolCallRequest("wave", {}, None)
+
+
 async def test_a_whole_response_to_a_streamed_request_is_read_with_its_usage():
     body = {
         "choices": [{"message": {"role": "assistant", "content": "Welcome!"}}],

@@ -241,7 +241,10 @@ class StreamDecoder:
     """Turns response chunks (SSE ``data:`` payloads, or one whole response) into events.
 
     Text streams as it comes; tool calls arrive in fragments and are yielded whole by ``finish``,
-    followed by the usage (the server's, or estimated from ``prompt_text`` and the output).
+    followed by the usage (the server's, or estimated from ``prompt_text`` and the output). A
+    chunk of another shape, or a stream that stops before the server said it was done (a
+    ``finish_reason``, ``[DONE]``, or a whole response: ``end``), fails ``generation_failed``:
+    what arrived is a fragment, never an answer.
     """
 
     prompt_text: str = ""
@@ -249,46 +252,82 @@ class StreamDecoder:
     _text: list[str] = field(default_factory=list)
     _usage: Usage | None = None
     _fed: bool = False
+    _complete: bool = False
 
     @property
     def started(self) -> bool:
         """Whether any chunk was fed."""
         return self._fed
 
+    def end(self) -> None:
+        """The server said the response is whole (``[DONE]``, or one complete JSON body)."""
+        self._complete = True
+
     def feed(self, chunk: Mapping[str, Any]) -> Iterator[GenerationEvent]:
-        """The events of one chunk. Raises ``ModelError`` for an in-band error or refusal."""
+        """The events of one chunk. Raises ``ModelError`` for an in-band error or refusal, and
+        ``generation_failed`` for a chunk that is not a chat completion's."""
         self._fed = True
         if "error" in chunk:
             raise error_from_body(_status_of(chunk["error"]), {}, chunk)
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self._usage = _usage(usage)
-        for choice in chunk.get("choices") or ():
+            self._usage = _usage(usage) or self._usage
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list):
+            raise _unexpected("'choices' is not an array")
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise _unexpected("a choice is not an object")
             delta = choice.get("delta") or choice.get("message") or {}
+            if not isinstance(delta, dict):
+                raise _unexpected("a choice's 'delta' or 'message' is not an object")
             if delta.get("refusal"):
                 raise ModelError("refusal", f"The model refused: {_clip(str(delta['refusal']))}")
             text = delta.get("content")
             if isinstance(text, str) and text:
                 self._text.append(text)
                 yield TextDelta(text)
-            for index, fragment in enumerate(delta.get("tool_calls") or ()):
-                pending = self._calls.setdefault(fragment.get("index", index), _PendingCall())
-                pending.id = pending.id or fragment.get("id")
-                function = fragment.get("function") or {}
-                name = function.get("name") or ""
-                if name and name != pending.name:  # some servers repeat the name in each part
-                    pending.name += name
-                arguments = function.get("arguments")
-                if isinstance(arguments, str):
-                    pending.arguments.append(arguments)
-                elif isinstance(arguments, dict):
-                    pending.arguments.append(orjson.dumps(arguments).decode())
-            if choice.get("finish_reason") == "content_filter":
+            self._gather_calls(delta.get("tool_calls") or [])
+            finish_reason = choice.get("finish_reason")
+            if finish_reason == "content_filter":
                 raise ModelError("guardrail_violation", "The server's content filter stopped it.")
+            if finish_reason is not None:
+                self._complete = True
+
+    def _gather_calls(self, fragments: Any) -> None:
+        if not isinstance(fragments, list):
+            raise _unexpected("'tool_calls' is not an array")
+        for position, fragment in enumerate(fragments):
+            function = (fragment.get("function") or {}) if isinstance(fragment, dict) else None
+            if not isinstance(function, dict):
+                raise _unexpected("a tool call or its 'function' is not an object")
+            index = fragment.get("index", position)
+            pending = self._calls.setdefault(
+                index if type(index) is int else position, _PendingCall()
+            )
+            call_id = fragment.get("id")
+            pending.id = pending.id or (call_id if isinstance(call_id, str) and call_id else None)
+            name = function.get("name") or ""
+            if not isinstance(name, str):
+                raise _unexpected("a tool call's name is not a string")
+            if name and name != pending.name:  # some servers repeat the name in each part
+                pending.name += name
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                pending.arguments.append(arguments)
+            elif isinstance(arguments, dict):
+                pending.arguments.append(orjson.dumps(arguments).decode())
 
     def finish(self) -> Iterator[GenerationEvent]:
-        """The tool calls gathered, then the usage. Raises ``ModelError`` for a call whose
-        arguments are not a JSON object (``generation_failed``: a retry may fix it)."""
+        """The tool calls gathered, then the usage. Raises ``ModelError`` (``generation_failed``:
+        a retry may fix it) for a response that ended early or a call whose arguments are not a
+        JSON object."""
+        if not self._complete:
+            raise ModelError(
+                "generation_failed",
+                "The model server's response ended before the answer was complete (no "
+                "finish_reason, no [DONE]).",
+            )
         for index in sorted(self._calls):
             pending = self._calls[index]
             raw = "".join(pending.arguments).strip() or "{}"
@@ -312,14 +351,35 @@ class StreamDecoder:
             yield Usage(estimate_tokens(self.prompt_text), 0, estimate_tokens(output))
 
 
-def _usage(raw: Mapping[str, Any]) -> Usage:
+def _unexpected(problem: str) -> ModelError:
+    return ModelError(
+        "generation_failed",
+        f"The model server sent a chunk that is not a chat completion's: {problem}.",
+    )
+
+
+def _count(value: Any) -> int | None:
+    """A token count as servers report it (absent: 0); ``None`` for anything else."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value) if 0 <= value < 2**53 else None  # NaN fails both comparisons
+
+
+def _usage(raw: Mapping[str, Any]) -> Usage | None:
+    """The server's usage; ``None`` when a count is not a count (then the usage is estimated)."""
     details = raw.get("prompt_tokens_details") or {}
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    return Usage(
-        input_tokens=int(raw.get("prompt_tokens") or 0),
-        cached_input_tokens=int(cached or 0),
-        output_tokens=int(raw.get("completion_tokens") or 0),
+    counts = (
+        _count(raw.get("prompt_tokens")),
+        _count(cached),
+        _count(raw.get("completion_tokens")),
     )
+    if None in counts:
+        return None
+    prompt, cached_prompt, output = counts
+    return Usage(input_tokens=prompt, cached_input_tokens=cached_prompt, output_tokens=output)
 
 
 # ---- errors -----------------------------------------------------------------------------------

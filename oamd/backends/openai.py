@@ -409,11 +409,15 @@ class OpenAIModel(LanguageModel):
             if response.headers.get("content-type", "").startswith("text/event-stream"):
                 async with aclosing(_sse_payloads(response)) as payloads:
                     async for payload in payloads:
+                        if payload is None:
+                            decoder.end()
+                            break
                         for event in decoder.feed(payload):
                             yield event
             else:  # a whole response, asked for or not
                 for event in decoder.feed(_decode_json(await response.aread())):
                     yield event
+                decoder.end()
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -452,8 +456,8 @@ async def _read_capped(response: httpx.Response) -> bytes:
     return b"".join(chunks)[:MAX_ERROR_BODY_BYTES]
 
 
-async def _sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """The JSON payloads of a server-sent event stream, until ``[DONE]`` or its end."""
+async def _sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any] | None]:
+    """The JSON payloads of a server-sent event stream, then ``None`` for its ``[DONE]``."""
     data: list[str] = []
     event = ""
     async for line in response.aiter_lines():
@@ -472,14 +476,16 @@ async def _sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any
         payload = "\n".join(data)
         data = []
         if payload.strip() == "[DONE]":
+            yield None
             return
         chunk = _decode_json(payload.encode())
         if event == "error" and "error" not in chunk:
             chunk = {"error": chunk}
         event = ""
         yield chunk
-    if data and "\n".join(data).strip() != "[DONE]":
-        yield _decode_json("\n".join(data).encode())
+    if data:  # the last event, without its blank line
+        payload = "\n".join(data)
+        yield None if payload.strip() == "[DONE]" else _decode_json(payload.encode())
 
 
 def _parse_options(query: str) -> dict[str, Any]:
