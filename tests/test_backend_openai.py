@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -28,7 +28,7 @@ from oamd.backends.base import (
     ToolSpec,
     Usage,
 )
-from oamd.backends.openai import OpenAIModel
+from oamd.backends.openai import MAX_EVENT_LINE_CHARS, MAX_RESPONSE_BYTES, OpenAIModel
 from oamd.backends.spec import model_from_spec
 from oamd.client import RpcError, connect_stdio
 from oamd.errors import ModelError
@@ -505,6 +505,66 @@ async def test_a_chunk_of_another_shape_fails_generation_failed(chunk):
     await model.aclose()
     assert error.name == "generation_failed"
     assert "not a chat completion's" in error.message
+
+
+def streaming_in_pieces(pieces: list[bytes], content_type: str = "text/event-stream"):
+    """A mocked server whose chat completions send ``pieces`` as separate reads."""
+
+    async def body() -> AsyncIterator[bytes]:
+        for piece in pieces:
+            yield piece
+
+    return mocked(
+        lambda request: (
+            models_list()
+            if request.url.path.endswith("/models")
+            else httpx.Response(200, content=body(), headers={"content-type": content_type})
+        )
+    )
+
+
+async def test_event_lines_end_only_at_cr_or_lf_so_unicode_line_separators_stay_in_the_text():
+    text = "Halt\u2028who\x85goes there?"
+    model = streaming(
+        b"data: "
+        + orjson.dumps({"choices": [{"delta": {"content": text}, "finish_reason": "stop"}]})
+        + b"\n\n"
+    )
+    events = await collect(model, ask("Hello."))
+    await model.aclose()
+    assert text_of(events) == text
+
+
+async def test_a_crlf_split_between_two_reads_ends_one_line_not_two():
+    model = streaming_in_pieces(
+        [
+            b'data: {"choices":\r',  # an event of two data lines; a stray blank line would
+            b'\ndata: [{"delta":{"content":"Hi"},"finish_reason":"stop"}]}\r\n\r\n',  # cut it
+        ]
+    )
+    events = await collect(model, ask("Hello."))
+    await model.aclose()
+    assert text_of(events) == "Hi"
+
+
+async def test_an_endless_line_fails_generation_failed_before_it_fills_memory():
+    piece = b"x" * 65536
+    model = streaming_in_pieces([b"data: "] + [piece] * (MAX_EVENT_LINE_CHARS // len(piece) + 2))
+    error = await step_error(model)
+    await model.aclose()
+    assert error.name == "generation_failed"
+    assert "longer than" in error.message
+
+
+async def test_a_whole_response_too_large_to_be_an_answer_fails_generation_failed():
+    piece = b" " * (1024 * 1024)
+    model = streaming_in_pieces(
+        [piece] * (MAX_RESPONSE_BYTES // len(piece) + 1), content_type="application/json"
+    )
+    error = await step_error(model)
+    await model.aclose()
+    assert error.name == "generation_failed"
+    assert "larger than" in error.message
 
 
 async def test_usage_counts_that_are_not_counts_are_estimated_instead():

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -69,6 +70,13 @@ agent trims history to it and a server that holds less answers ``context_size_ex
 
 MAX_ERROR_BODY_BYTES = 16 * 1024
 """At most this much of an error response is read."""
+
+MAX_EVENT_LINE_CHARS = 1024 * 1024
+"""Longest line of an event stream read. A chat-completion chunk is a few hundred characters; a
+longer line is junk and fails the step ``generation_failed`` before it fills memory."""
+
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""Largest whole (not streamed) response read; past it the step fails ``generation_failed``."""
 
 DEFAULT_MODEL_NAME = "default"
 """Sent as ``model`` when the spec names none and ``GET /models`` lists none."""
@@ -415,7 +423,7 @@ class OpenAIModel(LanguageModel):
                         for event in decoder.feed(payload):
                             yield event
             else:  # a whole response, asked for or not
-                for event in decoder.feed(_decode_json(await response.aread())):
+                for event in decoder.feed(_decode_json(await _read_whole(response))):
                     yield event
                 decoder.end()
 
@@ -456,33 +464,83 @@ async def _read_capped(response: httpx.Response) -> bytes:
     return b"".join(chunks)[:MAX_ERROR_BODY_BYTES]
 
 
+async def _read_whole(response: httpx.Response) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise ModelError(
+                "generation_failed",
+                f"The model server's response is larger than {MAX_RESPONSE_BYTES} bytes.",
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+async def _lines(response: httpx.Response) -> AsyncIterator[str]:
+    """An event stream's lines, ended by CR, LF or CRLF only, as the SSE format says (a JSON
+    string may hold U+2028 or U+0085 unescaped, where ``str.splitlines`` would cut the line).
+
+    Raises:
+        ModelError: a line is longer than ``MAX_EVENT_LINE_CHARS`` (``generation_failed``).
+    """
+    parts: list[str] = []
+    size = 0
+    after_cr = False
+    async for text in response.aiter_text():
+        if after_cr and text.startswith("\n"):
+            text = text[1:]  # the LF of a CRLF that two reads split
+        after_cr = text.endswith("\r")
+        start = 0
+        for end in _LINE_END.finditer(text):
+            parts.append(text[start : end.start()])
+            yield "".join(parts)
+            parts, size = [], 0
+            start = end.end()
+        if start < len(text):
+            size += len(text) - start
+            if size > MAX_EVENT_LINE_CHARS:
+                raise ModelError(
+                    "generation_failed",
+                    f"The model server sent a line longer than {MAX_EVENT_LINE_CHARS} characters.",
+                )
+            parts.append(text[start:])
+    if parts:
+        yield "".join(parts)
+
+
 async def _sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any] | None]:
     """The JSON payloads of a server-sent event stream, then ``None`` for its ``[DONE]``."""
     data: list[str] = []
     event = ""
-    async for line in response.aiter_lines():
-        if line.startswith(":"):
-            continue  # a comment (keep-alive)
-        if line:
-            field_name, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if field_name == "data":
-                data.append(value)
-            elif field_name == "event":
-                event = value
-            continue
-        if not data:
-            continue
-        payload = "\n".join(data)
-        data = []
-        if payload.strip() == "[DONE]":
-            yield None
-            return
-        chunk = _decode_json(payload.encode())
-        if event == "error" and "error" not in chunk:
-            chunk = {"error": chunk}
-        event = ""
-        yield chunk
+    async with aclosing(_lines(response)) as lines:
+        async for line in lines:
+            if line.startswith(":"):
+                continue  # a comment (keep-alive)
+            if line:
+                field_name, _, value = line.partition(":")
+                value = value.removeprefix(" ")
+                if field_name == "data":
+                    data.append(value)
+                elif field_name == "event":
+                    event = value
+                continue
+            if not data:
+                continue
+            payload = "\n".join(data)
+            data = []
+            if payload.strip() == "[DONE]":
+                yield None
+                return
+            chunk = _decode_json(payload.encode())
+            if event == "error" and "error" not in chunk:
+                chunk = {"error": chunk}
+            event = ""
+            yield chunk
     if data:  # the last event, without its blank line
         payload = "\n".join(data)
         yield None if payload.strip() == "[DONE]" else _decode_json(payload.encode())
