@@ -19,6 +19,7 @@ from backends.llama_server import LlamaServer, missing_reason, running_server
 from conftest import OAMD, contract_checker, memory_daemon
 
 from oamd.app import default_config
+from oamd.backends._openai_body import MAX_EVENT_LINE_CHARS, MAX_RESPONSE_BYTES
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -28,7 +29,7 @@ from oamd.backends.base import (
     ToolSpec,
     Usage,
 )
-from oamd.backends.openai import MAX_EVENT_LINE_CHARS, MAX_RESPONSE_BYTES, OpenAIModel
+from oamd.backends.openai import OpenAIModel
 from oamd.backends.spec import model_from_spec
 from oamd.client import RpcError, connect_stdio
 from oamd.errors import ModelError

@@ -3,7 +3,8 @@
 
 Owns the HTTP exchange (one ``httpx.AsyncClient`` per model), the server's capabilities and the
 mapping of network failures; request bodies, response decoding and the HTTP error table live in
-``oamd.backends._openai_wire``. Guarantees: a cancelled or abandoned step closes its request (the
+``oamd.backends._openai_wire``, the bounded reading of response bodies and event streams in
+``oamd.backends._openai_body``. Guarantees: a cancelled or abandoned step closes its request (the
 server sees the connection drop and stops generating); every failure is a ``ModelError``.
 
 Capabilities differ per server and are not assumed. A probe (``GET /models``) picks a profile
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -33,6 +33,7 @@ import anyio
 import httpx
 import orjson
 
+from oamd.backends._openai_body import decode_json, read_capped, read_whole, sse_payloads
 from oamd.backends._openai_wire import (
     JsonMode,
     StreamDecoder,
@@ -67,16 +68,6 @@ PROBE_TIMEOUT_SECONDS = 5.0
 DEFAULT_CONTEXT_SIZE = 4096
 """Context assumed when neither the spec (``ctx``) nor the server says; conservative, since the
 agent trims history to it and a server that holds less answers ``context_size_exceeded``."""
-
-MAX_ERROR_BODY_BYTES = 16 * 1024
-"""At most this much of an error response is read."""
-
-MAX_EVENT_LINE_CHARS = 1024 * 1024
-"""Longest line of an event stream read. A chat-completion chunk is a few hundred characters; a
-longer line is junk and fails the step ``generation_failed`` before it fills memory."""
-
-MAX_RESPONSE_BYTES = 16 * 1024 * 1024
-"""Largest whole (not streamed) response read; past it the step fails ``generation_failed``."""
 
 DEFAULT_MODEL_NAME = "default"
 """Sent as ``model`` when the spec names none and ``GET /models`` lists none."""
@@ -412,10 +403,10 @@ class OpenAIModel(LanguageModel):
         ) as response:
             if not response.is_success:
                 raise error_from_response(
-                    response.status_code, response.headers, await _read_capped(response)
+                    response.status_code, response.headers, await read_capped(response)
                 )
             if response.headers.get("content-type", "").startswith("text/event-stream"):
-                async with aclosing(_sse_payloads(response)) as payloads:
+                async with aclosing(sse_payloads(response)) as payloads:
                     async for payload in payloads:
                         if payload is None:
                             decoder.end()
@@ -423,7 +414,7 @@ class OpenAIModel(LanguageModel):
                         for event in decoder.feed(payload):
                             yield event
             else:  # a whole response, asked for or not
-                for event in decoder.feed(_decode_json(await _read_whole(response))):
+                for event in decoder.feed(decode_json(await read_whole(response))):
                     yield event
                 decoder.end()
 
@@ -441,109 +432,6 @@ def _describe(exc: BaseException) -> str:
             return "connection refused"
         cause = cause.__cause__ or cause.__context__
     return str(exc) or type(exc).__name__
-
-
-def _decode_json(content: bytes) -> dict[str, Any]:
-    try:
-        value = orjson.loads(content)
-    except orjson.JSONDecodeError as exc:
-        raise ModelError("generation_failed", "The model server sent invalid JSON.") from exc
-    if not isinstance(value, dict):
-        raise ModelError("generation_failed", "The model server sent JSON that is not an object.")
-    return value
-
-
-async def _read_capped(response: httpx.Response) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size >= MAX_ERROR_BODY_BYTES:
-            break
-    return b"".join(chunks)[:MAX_ERROR_BODY_BYTES]
-
-
-async def _read_whole(response: httpx.Response) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > MAX_RESPONSE_BYTES:
-            raise ModelError(
-                "generation_failed",
-                f"The model server's response is larger than {MAX_RESPONSE_BYTES} bytes.",
-            )
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-_LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-async def _lines(response: httpx.Response) -> AsyncIterator[str]:
-    """An event stream's lines, ended by CR, LF or CRLF only, as the SSE format says (a JSON
-    string may hold U+2028 or U+0085 unescaped, where ``str.splitlines`` would cut the line).
-
-    Raises:
-        ModelError: a line is longer than ``MAX_EVENT_LINE_CHARS`` (``generation_failed``).
-    """
-    parts: list[str] = []
-    size = 0
-    after_cr = False
-    async for text in response.aiter_text():
-        if after_cr and text.startswith("\n"):
-            text = text[1:]  # the LF of a CRLF that two reads split
-        after_cr = text.endswith("\r")
-        start = 0
-        for end in _LINE_END.finditer(text):
-            parts.append(text[start : end.start()])
-            yield "".join(parts)
-            parts, size = [], 0
-            start = end.end()
-        if start < len(text):
-            size += len(text) - start
-            if size > MAX_EVENT_LINE_CHARS:
-                raise ModelError(
-                    "generation_failed",
-                    f"The model server sent a line longer than {MAX_EVENT_LINE_CHARS} characters.",
-                )
-            parts.append(text[start:])
-    if parts:
-        yield "".join(parts)
-
-
-async def _sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any] | None]:
-    """The JSON payloads of a server-sent event stream, then ``None`` for its ``[DONE]``."""
-    data: list[str] = []
-    event = ""
-    async with aclosing(_lines(response)) as lines:
-        async for line in lines:
-            if line.startswith(":"):
-                continue  # a comment (keep-alive)
-            if line:
-                field_name, _, value = line.partition(":")
-                value = value.removeprefix(" ")
-                if field_name == "data":
-                    data.append(value)
-                elif field_name == "event":
-                    event = value
-                continue
-            if not data:
-                continue
-            payload = "\n".join(data)
-            data = []
-            if payload.strip() == "[DONE]":
-                yield None
-                return
-            chunk = _decode_json(payload.encode())
-            if event == "error" and "error" not in chunk:
-                chunk = {"error": chunk}
-            event = ""
-            yield chunk
-    if data:  # the last event, without its blank line
-        payload = "\n".join(data)
-        yield None if payload.strip() == "[DONE]" else _decode_json(payload.encode())
 
 
 def _parse_options(query: str) -> dict[str, Any]:
