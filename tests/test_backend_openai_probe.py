@@ -13,9 +13,11 @@ import anyio
 import httpx
 import orjson
 import pytest
+from backends import fake_http
 from conftest import memory_daemon
 
 from oamd.app import default_config
+from oamd.backends import openai as openai_backend
 from oamd.backends._openai_wire import (
     DECIDE_MAX_TOKENS,
     REPLY_MAX_TOKENS,
@@ -24,6 +26,7 @@ from oamd.backends._openai_wire import (
 )
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
 from oamd.backends.openai import OpenAIModel
+from oamd.backends.spec import model_from_spec
 from oamd.client import Client, RpcError
 
 pytestmark = pytest.mark.anyio
@@ -167,6 +170,22 @@ async def test_an_unreachable_server_fails_the_turn_model_unavailable_and_is_ask
     assert result["text"] == "Welcome, traveller."
     assert server.probes == 2
     assert [step["kind"] for step in result["steps"]] == ["respond"]  # the probed envelope loop
+
+
+async def test_a_server_silent_past_the_probe_timeout_fails_the_turn_model_unavailable(monkeypatch):
+    monkeypatch.setattr(openai_backend, "PROBE_TIMEOUT_SECONDS", 0.2)
+
+    async def silent(request: bytes, stream: Any) -> None:
+        await anyio.sleep_forever()
+
+    async with fake_http.serve(silent) as url:
+        model = model_from_spec(f"openai:{url}")
+        async with memory_daemon(default_config(model)) as client:
+            with anyio.fail_after(10):
+                failed = await client.call("decision/decide", decide_params())
+        await model.aclose()
+    assert failed["error"]["data"]["code"] == "model_unavailable"
+    assert "did not answer GET /models in time" in failed["error"]["message"]
 
 
 async def test_turns_waiting_for_a_failing_probe_share_its_failure():
