@@ -241,6 +241,38 @@ async def test_abandoning_a_stream_lets_the_server_serve_the_next_step_at_once(l
     assert waited < 10  # had the story gone on, this step would queue behind ~1500 tokens
 
 
+async def test_a_step_started_during_another_and_an_availability_check_cut_nothing_short(
+    llama_server,
+):
+    # llama-cpp-python ends a running stream with [DONE] as soon as another request arrives
+    model = model_from_spec(llama_server.spec())
+    story = ask("Tell a story about a dragon.", sampling=Sampling(greedy=True, max_tokens=40))
+    texts: dict[str, str] = {}
+    streaming = anyio.Event()
+
+    async def run(name: str) -> None:
+        parts = []
+        async for event in model.generate(story):
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+                if name == "first":
+                    streaming.set()
+        texts[name] = "".join(parts)
+
+    try:
+        await run("alone")
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run, "first")
+                await streaming.wait()
+                tg.start_soon(run, "second")
+                availability = await model.availability()
+    finally:
+        await model.aclose()
+    assert availability.available is True
+    assert texts["first"] == texts["second"] == texts["alone"]
+
+
 async def test_a_prompt_beyond_the_server_context_fails_context_size_exceeded(llama_server):
     model = model_from_spec(llama_server.spec())
     try:
@@ -463,25 +495,24 @@ def streaming(events: bytes):
     )
 
 
-async def test_a_stream_that_stops_before_the_server_is_done_fails_instead_of_answering_half():
-    model = streaming(b'data: {"choices":[{"delta":{"content":"Welc"}}]}\n\n')
+@pytest.mark.parametrize(
+    "ending", [b"", b"data: [DONE]\n\n"], ids=["ended", "done-without-finish-reason"]
+)
+async def test_a_stream_that_stops_before_a_finish_reason_fails_instead_of_answering_half(ending):
+    # [DONE] without a finish_reason is how llama-cpp-python cuts a stream short for another
+    # request
+    model = streaming(b'data: {"choices":[{"delta":{"content":"Welc"}}]}\n\n' + ending)
     error = await step_error(model)
     await model.aclose()
     assert error.name == "generation_failed"
     assert "ended before the answer was complete" in error.message
 
 
-@pytest.mark.parametrize(
-    "ending",
-    [
-        b'data: {"choices":[{"delta":{},"finish_reason":"length"}]}\n\n',
-        b"data: [DONE]\n\n",
-        b"data: [DONE]",
-    ],
-    ids=["finish_reason", "done", "done-without-blank-line"],
-)
-async def test_a_finish_reason_or_done_marks_a_stream_complete(ending):
-    model = streaming(b'data: {"choices":[{"delta":{"content":"Welcome"}}]}\n\n' + ending)
+async def test_a_finish_reason_marks_a_stream_complete_even_without_done():
+    model = streaming(
+        b'data: {"choices":[{"delta":{"content":"Welcome"}}]}\n\n'
+        b'data: {"choices":[{"delta":{},"finish_reason":"length"}]}\n\n'
+    )
     events = await collect(model, ask("Hello."))
     await model.aclose()
     assert text_of(events) == "Welcome"

@@ -39,6 +39,7 @@ EXPECTED = {
     "stall_mid_stream": (-32012, "generation_failed"),
     "stream_cut_mid_token": (-32012, "generation_failed"),
     "stream_ended_early": (-32012, "generation_failed"),
+    "stream_interrupted": (-32012, "generation_failed"),
     "junk_json": (-32012, "generation_failed"),
     "json_of_another_shape": (-32012, "generation_failed"),
     "junk_events": (-32012, "generation_failed"),
@@ -109,7 +110,8 @@ async def test_a_server_fault_fails_the_turn_by_the_table_and_the_session_then_a
 
 @pytest.mark.parametrize("loop", list(LOOPS))
 @pytest.mark.parametrize(
-    "fault", ["http_500", "stream_ended_early", "junk_events", "close_mid_answer"]
+    "fault",
+    ["http_500", "stream_ended_early", "stream_interrupted", "junk_events", "close_mid_answer"],
 )
 async def test_a_fault_that_clears_before_the_attempts_run_out_leaves_only_the_answer(loop, fault):
     async with session_on(loop) as (server, client):

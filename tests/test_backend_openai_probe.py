@@ -79,6 +79,12 @@ def decide_params() -> dict[str, Any]:
     return {"situation": "Three knights ride in.", "options": OPTIONS}
 
 
+def step(kind: str, max_tokens: int | None = None) -> GenerationRequest:
+    return GenerationRequest(
+        [ChatMessage("user", "Hello.")], kind=kind, sampling=Sampling(max_tokens=max_tokens)
+    )
+
+
 async def start_decisions(client: Client, count: int) -> list[Any]:
     return [await client.start("decision/decide", decide_params()) for _ in range(count)]
 
@@ -256,13 +262,69 @@ async def test_a_probe_abandoned_by_its_cancelled_caller_is_asked_again_by_the_n
     assert model.capabilities.constrained_json is True
 
 
+# ---- a server that cuts a stream short for the next request ----------------------------------
+
+
+class HeldServer(FakeServer):
+    """Holds every chat completion until ``release``; counts those in flight at once."""
+
+    def __init__(self, owner: str) -> None:
+        super().__init__(owner=owner)
+        self.reply = "ok"
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/models"):
+            return await super().handle(request)
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self.release.wait()
+            return await super().handle(request)
+        finally:
+            self.in_flight -= 1
+
+
+async def run_step(model: OpenAIModel) -> None:
+    async for _ in model.generate(step("respond")):
+        pass
+
+
+async def concurrent_steps(owner: str) -> tuple[HeldServer, int, bool]:
+    """Two steps at once, and an availability check while they run: what reached the server."""
+    server = HeldServer(owner)
+    model = server.model()
+    with anyio.fail_after(10):
+        await model.availability()
+        async with anyio.create_task_group() as tg:
+            for _ in range(2):
+                tg.start_soon(run_step, model)
+            await anyio.wait_all_tasks_blocked()
+            arrived = server.in_flight
+            available = (await model.availability()).available
+            server.release.set()
+    await model.aclose()
+    return server, arrived, available
+
+
+async def test_steps_on_llama_cpp_python_go_one_at_a_time_and_availability_does_not_interrupt():
+    server, arrived, available = await concurrent_steps("me")
+    assert arrived == 1  # the second waits: its request would cut the first one short
+    assert server.most_in_flight == 1
+    assert available is True
+    assert server.probes == 1  # answered from the last probe while a step streams
+    assert len(server.bodies) == 2
+
+
+async def test_steps_on_other_servers_run_side_by_side():
+    server, arrived, available = await concurrent_steps("vllm")
+    assert arrived == 2
+    assert available is True
+    assert server.probes == 2
+
+
 # ---- output caps ------------------------------------------------------------------------------
-
-
-def step(kind: str, max_tokens: int | None = None) -> GenerationRequest:
-    return GenerationRequest(
-        [ChatMessage("user", "Hello.")], kind=kind, sampling=Sampling(max_tokens=max_tokens)
-    )
 
 
 async def body_of(request: GenerationRequest, spec: str = "") -> dict[str, Any]:

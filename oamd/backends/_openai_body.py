@@ -117,8 +117,9 @@ async def _lines(response: httpx.Response) -> AsyncIterator[str]:
         yield "".join(parts)
 
 
-async def sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any] | None]:
-    """The JSON payloads of a server-sent event stream, then ``None`` for its ``[DONE]``."""
+async def sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The JSON payloads of a server-sent event stream, until ``[DONE]`` or its end (neither
+    says the answer is whole: a ``finish_reason`` does)."""
     data: list[str] = []
     event = ""
     async with aclosing(_lines(response)) as lines:
@@ -138,13 +139,11 @@ async def sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any]
             payload = "\n".join(data)
             data = []
             if payload.strip() == "[DONE]":
-                yield None
                 return
             chunk = decode_json(payload.encode())
             if event == "error" and "error" not in chunk:
                 chunk = {"error": chunk}
             event = ""
             yield chunk
-    if data:  # the last event, without its blank line
-        payload = "\n".join(data)
-        yield None if payload.strip() == "[DONE]" else decode_json(payload.encode())
+    if data and "\n".join(data).strip() != "[DONE]":  # the last event, without its blank line
+        yield decode_json("\n".join(data).encode())

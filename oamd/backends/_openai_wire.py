@@ -242,9 +242,10 @@ class StreamDecoder:
 
     Text streams as it comes; tool calls arrive in fragments and are yielded whole by ``finish``,
     followed by the usage (the server's, or estimated from ``prompt_text`` and the output). A
-    chunk of another shape, or a stream that stops before the server said it was done (a
-    ``finish_reason``, ``[DONE]``, or a whole response: ``end``), fails ``generation_failed``:
-    what arrived is a fragment, never an answer.
+    chunk of another shape, or a stream that stops before a ``finish_reason`` (a whole response
+    is complete: ``end``), fails ``generation_failed``: what arrived is a fragment, never an
+    answer. ``[DONE]`` alone does not count: llama-cpp-python sends it when it cuts a stream
+    short for another request.
     """
 
     prompt_text: str = ""
@@ -260,7 +261,7 @@ class StreamDecoder:
         return self._fed
 
     def end(self) -> None:
-        """The server said the response is whole (``[DONE]``, or one complete JSON body)."""
+        """The response is whole: one complete JSON body (not streamed)."""
         self._complete = True
 
     def feed(self, chunk: Mapping[str, Any]) -> Iterator[GenerationEvent]:
@@ -325,8 +326,8 @@ class StreamDecoder:
         if not self._complete:
             raise ModelError(
                 "generation_failed",
-                "The model server's response ended before the answer was complete (no "
-                "finish_reason, no [DONE]).",
+                "The model server's stream ended before the answer was complete (no "
+                "finish_reason): it was cut short.",
             )
         for index in sorted(self._calls):
             pending = self._calls[index]

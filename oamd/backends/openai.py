@@ -5,7 +5,9 @@ Owns the HTTP exchange (one ``httpx.AsyncClient`` per model), the server's capab
 mapping of network failures; request bodies, response decoding and the HTTP error table live in
 ``oamd.backends._openai_wire``, the bounded reading of response bodies and event streams in
 ``oamd.backends._openai_body``. Guarantees: a cancelled or abandoned step closes its request (the
-server sees the connection drop and stops generating); every failure is a ``ModelError``.
+server sees the connection drop and stops generating); every failure is a ``ModelError``; a
+step's text is an answer only once the server gave a ``finish_reason``; a server that cuts a
+running stream short for the next request (llama-cpp-python) gets one request at a time.
 
 Capabilities differ per server and are not assumed. A probe (``GET /models``) picks a profile
 from the server's ``owned_by``: llama-cpp-python (``me``) and llama.cpp (``llamacpp``) get the
@@ -81,9 +83,15 @@ class ServerProfile:
     native_tools: bool
     json_mode: JsonMode
     sampling_extensions: bool
+    interrupts_streams: bool = False
+    """The server cuts a running stream short (``[DONE]`` without a ``finish_reason``) as soon
+    as another request arrives: llama-cpp-python's ``interrupt_requests``, on by default. Its
+    steps are sent one at a time, and ``availability()`` does not ask it while one runs."""
 
 
-LLAMA_CPP_PYTHON = ServerProfile("llama-cpp-python", False, "json_object", True)
+LLAMA_CPP_PYTHON = ServerProfile(
+    "llama-cpp-python", False, "json_object", True, interrupts_streams=True
+)
 LLAMA_CPP = ServerProfile("llama.cpp", False, "json_object", True)
 GENERIC = ServerProfile("openai-compatible", True, "json_schema", False)
 UNPROBED = ServerProfile("unprobed", False, "none", False)
@@ -174,6 +182,11 @@ class OpenAIModel(LanguageModel):
         self._include_usage = include_usage
         self.profile = UNPROBED
         self._probe: _Probe | None = None
+        self._known: Availability | None = None
+        """The last probe's answer, when it found the server."""
+        self._step_gate = anyio.Semaphore(1)
+        """One step at a time on a server that ``interrupts_streams`` (a semaphore, not a lock:
+        an abandoned step's generator may be closed from another task)."""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(
             base_url=self.base_url + "/",
@@ -277,7 +290,10 @@ class OpenAIModel(LanguageModel):
     async def availability(self) -> Availability:
         """Asks ``GET /models`` (or waits for the probe in flight); on success adopts the
         server's profile (and its first model id when the spec named none). Unreachable,
-        refusing or failing servers report ``available: false``."""
+        refusing or failing servers report ``available: false``. While a step streams from a
+        server that ``interrupts_streams``, the last answer stands: asking would cut it short."""
+        if self.profile.interrupts_streams and self._step_gate.value == 0 and self._known:
+            return self._known
         return (await self._probe_once()).availability
 
     async def _probe_once(self) -> _ProbeOutcome:
@@ -338,14 +354,13 @@ class OpenAIModel(LanguageModel):
             entries[0].get("owned_by") if entries else None,
         )
         self._apply(_PROFILES_BY_OWNER.get(str(owner), GENERIC))
-        return _ProbeOutcome(
-            Availability(
-                available=True,
-                context_size=self.capabilities.context_size,
-                variant=self.model or DEFAULT_MODEL_NAME,
-                detail=f"{self.profile.name} at {self.base_url}",
-            )
+        self._known = Availability(
+            available=True,
+            context_size=self.capabilities.context_size,
+            variant=self.model or DEFAULT_MODEL_NAME,
+            detail=f"{self.profile.name} at {self.base_url}",
         )
+        return _ProbeOutcome(self._known)
 
     def _unavailable(self, detail: str) -> _ProbeOutcome:
         return _ProbeOutcome(
@@ -359,6 +374,18 @@ class OpenAIModel(LanguageModel):
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
         await self.settle_capabilities()  # a no-op once known; the agent awaited it already
+        gate = self._step_gate if self.profile.interrupts_streams else None
+        if gate is not None:
+            await gate.acquire()
+        try:
+            async with aclosing(self._generate(request)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if gate is not None:
+                gate.release()
+
+    async def _generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
         decoder = StreamDecoder("\n".join(m.content for m in request.messages))
         try:
             async with aclosing(self._exchange(request, decoder, stream=True)) as events:
@@ -408,9 +435,6 @@ class OpenAIModel(LanguageModel):
             if response.headers.get("content-type", "").startswith("text/event-stream"):
                 async with aclosing(sse_payloads(response)) as payloads:
                     async for payload in payloads:
-                        if payload is None:
-                            decoder.end()
-                            break
                         for event in decoder.feed(payload):
                             yield event
             else:  # a whole response, asked for or not

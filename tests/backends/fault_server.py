@@ -1,6 +1,7 @@
 """An OpenAI-compatible server on 127.0.0.1 that plays one fault on every chat completion until
-the test clears it, then answers normally: HTTP errors, a stall, a stream cut mid-token or ended
-early, junk JSON and junk server-sent events, a connection closed before or during the answer.
+the test clears it, then answers normally: HTTP errors, a stall, a stream cut mid-token, ended
+early or interrupted, junk JSON and junk server-sent events, a connection closed before or
+during the answer.
 
 Built on ``fake_http`` (anyio sockets, one request per connection, ``Connection: close``, so
 nothing depends on connection reuse). ``GET /models`` always answers, with ``owner`` as
@@ -88,6 +89,11 @@ async def _ended_early(stream: SocketStream) -> None:
     await stream.send(_STREAM_HEAD + _event(_delta("Welc")) + _LAST_CHUNK)  # no finish, no [DONE]
 
 
+async def _interrupted(stream: SocketStream) -> None:
+    # llama-cpp-python's way to cut a stream short when another request arrives
+    await stream.send(_STREAM_HEAD + _event(_delta("Welc")) + _event(b"[DONE]") + _LAST_CHUNK)
+
+
 async def _junk_json(stream: SocketStream) -> None:
     await stream.send(_whole(200, b'{"choices": [{"message": {"content": "We', "application/json"))
 
@@ -126,6 +132,7 @@ FAULTS: dict[str, Fault] = {
     "stall_mid_stream": _stall_mid_stream,
     "stream_cut_mid_token": _cut_mid_token,
     "stream_ended_early": _ended_early,
+    "stream_interrupted": _interrupted,
     "junk_json": _junk_json,
     "json_of_another_shape": _json_of_another_shape,
     "junk_events": _junk_events,
