@@ -119,6 +119,9 @@ class _FairModel(LanguageModel):
     def cached_availability(self) -> Availability | None:
         return self._inner.cached_availability()
 
+    async def settle_capabilities(self) -> None:
+        await self._inner.settle_capabilities()  # a question, not a generation: no slot
+
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
         await self._fair.acquire(self._client)
         events = self._inner.generate(request)

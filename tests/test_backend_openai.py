@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -16,9 +16,10 @@ import orjson
 import pytest
 from backends import fake_http
 from backends.llama_server import LlamaServer, missing_reason, running_server
-from conftest import memory_daemon
+from conftest import OAMD, contract_checker, memory_daemon
 
 from oamd.app import default_config
+from oamd.backends._openai_body import MAX_EVENT_LINE_CHARS, MAX_RESPONSE_BYTES
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -30,7 +31,7 @@ from oamd.backends.base import (
 )
 from oamd.backends.openai import OpenAIModel
 from oamd.backends.spec import model_from_spec
-from oamd.client import RpcError
+from oamd.client import RpcError, connect_stdio
 from oamd.errors import ModelError
 
 pytestmark = pytest.mark.anyio
@@ -65,6 +66,8 @@ INNKEEPER = (
     "cider. Reply in one short sentence."
 )
 SHORT = Sampling(greedy=True, max_tokens=16)
+FIXED = "#m?tools=envelope&json=none&top_k=off"
+"""A spec fragment that fixes every choice: no probe precedes a step."""
 
 
 # ---- fixtures ---------------------------------------------------------------------------------
@@ -238,6 +241,38 @@ async def test_abandoning_a_stream_lets_the_server_serve_the_next_step_at_once(l
     assert waited < 10  # had the story gone on, this step would queue behind ~1500 tokens
 
 
+async def test_a_step_started_during_another_and_an_availability_check_cut_nothing_short(
+    llama_server,
+):
+    # llama-cpp-python ends a running stream with [DONE] as soon as another request arrives
+    model = model_from_spec(llama_server.spec())
+    story = ask("Tell a story about a dragon.", sampling=Sampling(greedy=True, max_tokens=40))
+    texts: dict[str, str] = {}
+    streaming = anyio.Event()
+
+    async def run(name: str) -> None:
+        parts = []
+        async for event in model.generate(story):
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+                if name == "first":
+                    streaming.set()
+        texts[name] = "".join(parts)
+
+    try:
+        await run("alone")
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run, "first")
+                await streaming.wait()
+                tg.start_soon(run, "second")
+                availability = await model.availability()
+    finally:
+        await model.aclose()
+    assert availability.available is True
+    assert texts["first"] == texts["second"] == texts["alone"]
+
+
 async def test_a_prompt_beyond_the_server_context_fails_context_size_exceeded(llama_server):
     model = model_from_spec(llama_server.spec())
     try:
@@ -334,6 +369,50 @@ async def test_a_structured_turn_on_the_server_returns_a_value_valid_against_the
     jsonschema.validate(result["structured"], EMOTION_SCHEMA)
 
 
+GOBLIN_OPTIONS = [
+    {"id": "attack", "description": "Keep fighting"},
+    {"id": "flee", "description": "Run into the woods"},
+    {"id": "beg", "description": "Beg the knight for mercy"},
+]
+
+
+def line(msg_id: str, method: str, params: dict[str, Any]) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+
+
+async def first_decision(spec: str, *, initialize: bool) -> dict[Any, dict[str, Any]]:
+    """A fresh ``oamd stdio --model <spec>`` sent ``decision/decide`` at once: right behind
+    ``initialize`` in the same write, or as its very first line. The raw responses by id."""
+    ref: list[Any] = []
+    argv = [*OAMD, "stdio", "--model", spec]
+    data = line("init", "initialize", {"protocolVersion": "1.0"}) + b"\n" if initialize else b""
+    data += line(
+        "decide",
+        "decision/decide",
+        {"situation": "A knight corners the goblin, who has 3 HP left.", "options": GOBLIN_OPTIONS},
+    )
+    async with connect_stdio(argv, on_message=contract_checker(ref)) as client:
+        ref.append(client)
+        client.sent_methods.update({"init": "initialize", "decide": "decision/decide"})
+        await client.send_raw(data + b"\n")
+        with anyio.fail_after(60):
+            await client.next_message(lambda m: m.get("id") == "decide")
+    return {m["id"]: m for m in client.received if "id" in m}
+
+
+@pytest.mark.parametrize("initialize", [True, False], ids=["behind-initialize", "alone"])
+async def test_a_first_decision_is_planned_for_the_probed_server_and_answers_a_valid_choice(
+    llama_server, initialize
+):
+    responses = await first_decision(llama_server.spec(), initialize=initialize)
+    decision = responses["decide"]
+    assert "error" not in decision, decision
+    assert decision["result"]["optionID"] in [o["id"] for o in GOBLIN_OPTIONS]
+    assert decision["result"]["isFallback"] is False
+    if initialize:
+        assert responses["init"]["result"]["model"]["available"] is True
+
+
 # ---- faults -----------------------------------------------------------------------------------
 
 
@@ -405,6 +484,143 @@ async def test_an_error_sent_inside_the_stream_maps_to_its_model_error():
     assert error.name == "context_size_exceeded"
 
 
+def streaming(events: bytes):
+    """A mocked server whose chat completions answer with ``events`` as a server-sent stream."""
+    return mocked(
+        lambda request: (
+            models_list()
+            if request.url.path.endswith("/models")
+            else httpx.Response(200, content=events, headers={"content-type": "text/event-stream"})
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    "ending", [b"", b"data: [DONE]\n\n"], ids=["ended", "done-without-finish-reason"]
+)
+async def test_a_stream_that_stops_before_a_finish_reason_fails_instead_of_answering_half(ending):
+    # [DONE] without a finish_reason is how llama-cpp-python cuts a stream short for another
+    # request
+    model = streaming(b'data: {"choices":[{"delta":{"content":"Welc"}}]}\n\n' + ending)
+    error = await step_error(model)
+    await model.aclose()
+    assert error.name == "generation_failed"
+    assert "ended before the answer was complete" in error.message
+
+
+async def test_a_finish_reason_marks_a_stream_complete_even_without_done():
+    model = streaming(
+        b'data: {"choices":[{"delta":{"content":"Welcome"}}]}\n\n'
+        b'data: {"choices":[{"delta":{},"finish_reason":"length"}]}\n\n'
+    )
+    events = await collect(model, ask("Hello."))
+    await model.aclose()
+    assert text_of(events) == "Welcome"
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        {"choices": "Welcome"},
+        {"choices": [7]},
+        {"choices": [{"delta": "Welcome"}]},
+        {"choices": [{"message": ["Welcome"]}]},
+        {"choices": [{"delta": {"tool_calls": {"name": "wave"}}}]},
+        {"choices": [{"delta": {"tool_calls": [3]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"function": "wave"}]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"function": {"name": 5}}]}}]},
+    ],
+)
+async def test_a_chunk_of_another_shape_fails_generation_failed(chunk):
+    model = streaming(b"data: " + orjson.dumps(chunk) + b"\n\ndata: [DONE]\n\n")
+    error = await step_error(model)
+    await model.aclose()
+    assert error.name == "generation_failed"
+    assert "not a chat completion's" in error.message
+
+
+def streaming_in_pieces(pieces: list[bytes], content_type: str = "text/event-stream"):
+    """A mocked server whose chat completions send ``pieces`` as separate reads."""
+
+    async def body() -> AsyncIterator[bytes]:
+        for piece in pieces:
+            yield piece
+
+    return mocked(
+        lambda request: (
+            models_list()
+            if request.url.path.endswith("/models")
+            else httpx.Response(200, content=body(), headers={"content-type": content_type})
+        )
+    )
+
+
+async def test_event_lines_end_only_at_cr_or_lf_so_unicode_line_separators_stay_in_the_text():
+    text = "Halt\u2028who\x85goes there?"
+    model = streaming(
+        b"data: "
+        + orjson.dumps({"choices": [{"delta": {"content": text}, "finish_reason": "stop"}]})
+        + b"\n\n"
+    )
+    events = await collect(model, ask("Hello."))
+    await model.aclose()
+    assert text_of(events) == text
+
+
+async def test_a_crlf_split_between_two_reads_ends_one_line_not_two():
+    model = streaming_in_pieces(
+        [
+            b'data: {"choices":\r',  # an event of two data lines; a stray blank line would
+            b'\ndata: [{"delta":{"content":"Hi"},"finish_reason":"stop"}]}\r\n\r\n',  # cut it
+        ]
+    )
+    events = await collect(model, ask("Hello."))
+    await model.aclose()
+    assert text_of(events) == "Hi"
+
+
+async def test_an_endless_line_fails_generation_failed_before_it_fills_memory():
+    piece = b"x" * 65536
+    model = streaming_in_pieces([b"data: "] + [piece] * (MAX_EVENT_LINE_CHARS // len(piece) + 2))
+    error = await step_error(model)
+    await model.aclose()
+    assert error.name == "generation_failed"
+    assert "longer than" in error.message
+
+
+async def test_a_whole_response_too_large_to_be_an_answer_fails_generation_failed():
+    piece = b" " * (1024 * 1024)
+    model = streaming_in_pieces(
+        [piece] * (MAX_RESPONSE_BYTES // len(piece) + 1), content_type="application/json"
+    )
+    error = await step_error(model)
+    await model.aclose()
+    assert error.name == "generation_failed"
+    assert "larger than" in error.message
+
+
+async def test_usage_counts_that_are_not_counts_are_estimated_instead():
+    body = {
+        "choices": [{"message": {"content": "Welcome!"}}],
+        "usage": {"prompt_tokens": "12", "completion_tokens": -3},
+    }
+    model = mocked(answering(200, body))
+    events = await collect(model, ask("Hello."))
+    await model.aclose()
+    assert events == [TextDelta("Welcome!"), Usage(2, 0, 2)]
+
+
+async def test_a_call_id_that_is_not_a_string_is_left_for_the_agent_to_assign():
+    events_in = (
+        b'data: {"choices":[{"delta":{"tool_calls":[{"index":[0],"id":7,"function":'
+        b'{"name":"wave","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}\n\n'
+    )
+    model = streaming(events_in)
+    events = await collect(model, ask("Wave."))
+    await model.aclose()
+    assert events[0] == ToolCallRequest("wave", {}, None)
+
+
 async def test_a_whole_response_to_a_streamed_request_is_read_with_its_usage():
     body = {
         "choices": [{"message": {"role": "assistant", "content": "Welcome!"}}],
@@ -442,7 +658,7 @@ async def test_a_server_that_never_answers_fails_generation_failed_after_the_rea
         await anyio.sleep_forever()
 
     async with fake_http.serve(silent) as url:
-        model = model_from_spec(f"openai:{url}#m?json=none&top_k=off&timeout=0.2")
+        model = model_from_spec(f"openai:{url}{FIXED}&timeout=0.2")
         with anyio.fail_after(10):
             error = await step_error(model)
         await model.aclose()
@@ -457,7 +673,7 @@ async def test_a_connection_dropped_mid_stream_fails_generation_failed():
         # returning closes the socket before the chunked body ends
 
     async with fake_http.serve(dropping) as url:
-        model = model_from_spec(f"openai:{url}#m?json=none&top_k=off")
+        model = model_from_spec(f"openai:{url}{FIXED}")
         with anyio.fail_after(10):
             error = await step_error(model)
         await model.aclose()
@@ -477,7 +693,7 @@ async def test_abandoning_a_stream_closes_its_connection():
             closed.set()
 
     async with fake_http.serve(streaming) as url:
-        model = model_from_spec(f"openai:{url}#m?json=none&top_k=off")
+        model = model_from_spec(f"openai:{url}{FIXED}")
         with anyio.fail_after(10):
             async for event in model.generate(ask("Hello.")):
                 assert event == TextDelta("Hi")
@@ -505,7 +721,7 @@ async def test_cancelling_a_step_mid_stream_closes_its_connection():
             first.set()
 
     async with fake_http.serve(streaming) as url:
-        model = model_from_spec(f"openai:{url}#m?json=none&top_k=off")
+        model = model_from_spec(f"openai:{url}{FIXED}")
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(consume, model)

@@ -130,6 +130,9 @@ async def run_turn(
     """Runs the turn; raises ``ModelError`` when it fails. Retries transient failures.
 
     Models without a tool-call API run the envelope loop (``oamd.agent.envelope``) instead."""
+    # the loop, the JSON constraint and the context budget all read the capabilities: a turn
+    # planned before a server was probed would run on guesses (unconstrained JSON on llama.cpp)
+    await spec.model.settle_capabilities()
     if not spec.model.capabilities.native_tools:
         return await _run_envelope_turn(spec, emit, execute, sleep)
     state = _TurnState()

@@ -1,5 +1,5 @@
 """OpenAI chat-completions wire shapes, without I/O: the request body built from a
-``GenerationRequest``, the events decoded from a streamed (SSE) or whole response, and the
+``GenerationRequest`` (always with an output cap suited to the step's kind), the events decoded from a streamed (SSE) or whole response, and the
 ``ModelError`` a failed response maps to.
 
 ``oamd.backends.openai`` owns the HTTP exchange and calls these; keeping them pure lets the
@@ -32,18 +32,55 @@ from oamd.backends.base import (
 from oamd.errors import MODEL_ERROR_NAMES, ModelError
 
 __all__ = [
+    "DECIDE_MAX_TOKENS",
+    "REPLY_MAX_TOKENS",
+    "STRUCTURED_MAX_TOKENS",
+    "TOOL_ARGUMENTS_MAX_TOKENS",
     "JsonMode",
     "StreamDecoder",
     "WireOptions",
     "chat_body",
     "error_from_body",
     "error_from_response",
+    "output_cap",
     "retry_after_seconds",
 ]
 
 JsonMode = Literal["json_schema", "json_object", "none"]
 """How a schema is sent: OpenAI's ``{"type": "json_schema", "json_schema": {…}}``, llama.cpp's
 ``{"type": "json_object", "schema": …}``, or not at all."""
+
+# Every step carries ``max_tokens``. Without it a server generates until its context is full:
+# llama-cpp-python's default for chat is "unlimited", and a small model under a ``json_object``
+# grammar may pad its JSON with whitespace to the end (one decision ran 145 s on a CPU).
+
+DECIDE_MAX_TOKENS = 256
+"""Output cap of a ``decide`` step: one short envelope (``{"action": …, "arguments": {…}}``);
+the agent asks for as much, and no request may raise it."""
+
+TOOL_ARGUMENTS_MAX_TOKENS = 256
+"""Output cap of a ``toolArguments`` step: one arguments object of a few short fields; no
+request may raise it."""
+
+REPLY_MAX_TOKENS = 512
+"""Output cap of a reply (``respond``, or a native-loop ``answer`` that may call tools) when the
+turn sets none (``maxResponseTokens``): a few sentences of dialogue, with room to spare; the
+embedded llama.cpp backend caps unset steps the same."""
+
+STRUCTURED_MAX_TOKENS = 1024
+"""Output cap of a ``structured`` step when the turn sets none: JSON spends tokens on its syntax,
+and ``content/generate`` may ask for a list of items."""
+
+_STEP_CAPS = {
+    "decide": DECIDE_MAX_TOKENS,
+    "toolArguments": TOOL_ARGUMENTS_MAX_TOKENS,
+    "respond": REPLY_MAX_TOKENS,
+    "answer": REPLY_MAX_TOKENS,
+    "structured": STRUCTURED_MAX_TOKENS,
+}
+_FIXED_CAP_KINDS = frozenset({"decide", "toolArguments"})
+"""Steps that pick rather than write: a turn's ``maxResponseTokens`` may lower their cap, never
+raise it."""
 
 MAX_ERROR_MESSAGE_CHARS = 300
 """Longest part of a server's error text quoted in a ``ModelError`` message."""
@@ -83,6 +120,8 @@ class WireOptions:
     """Send llama.cpp's ``top_k`` (strict servers reject unknown members)."""
     include_usage: bool = True
     """Ask for a final usage chunk (``stream_options.include_usage``)."""
+    max_output_tokens: int | None = None
+    """The server's own output limit (spec option ``max_output``): no step asks for more."""
 
 
 # ---- requests ---------------------------------------------------------------------------------
@@ -130,6 +169,19 @@ def _response_format(schema: dict[str, Any], mode: JsonMode) -> dict[str, Any] |
     return None
 
 
+def output_cap(request: GenerationRequest, server_limit: int | None = None) -> int:
+    """``max_tokens`` for one step: the turn's own cap (``sampling.max_tokens``) when it sets
+    one, else the cap of the step's ``kind`` (an unknown kind counts as a reply); a ``decide`` or
+    ``toolArguments`` step never exceeds its kind's cap, and no step exceeds ``server_limit``."""
+    cap = _STEP_CAPS.get(request.kind, REPLY_MAX_TOKENS)
+    asked = request.sampling.max_tokens
+    if asked is not None and asked > 0:
+        cap = min(asked, cap) if request.kind in _FIXED_CAP_KINDS else asked
+    if server_limit is not None:
+        cap = min(cap, server_limit)
+    return cap
+
+
 def chat_body(request: GenerationRequest, options: WireOptions, *, stream: bool) -> dict[str, Any]:
     """The ``POST /chat/completions`` body for one model step."""
     body: dict[str, Any] = {
@@ -170,8 +222,7 @@ def chat_body(request: GenerationRequest, options: WireOptions, *, stream: bool)
             body["top_p"] = sampling.top_p
     if sampling.seed is not None:
         body["seed"] = sampling.seed
-    if sampling.max_tokens is not None:
-        body["max_tokens"] = sampling.max_tokens
+    body["max_tokens"] = output_cap(request, options.max_output_tokens)
     return body
 
 
@@ -190,7 +241,11 @@ class StreamDecoder:
     """Turns response chunks (SSE ``data:`` payloads, or one whole response) into events.
 
     Text streams as it comes; tool calls arrive in fragments and are yielded whole by ``finish``,
-    followed by the usage (the server's, or estimated from ``prompt_text`` and the output).
+    followed by the usage (the server's, or estimated from ``prompt_text`` and the output). A
+    chunk of another shape, or a stream that stops before a ``finish_reason`` (a whole response
+    is complete: ``end``), fails ``generation_failed``: what arrived is a fragment, never an
+    answer. ``[DONE]`` alone does not count: llama-cpp-python sends it when it cuts a stream
+    short for another request.
     """
 
     prompt_text: str = ""
@@ -198,46 +253,82 @@ class StreamDecoder:
     _text: list[str] = field(default_factory=list)
     _usage: Usage | None = None
     _fed: bool = False
+    _complete: bool = False
 
     @property
     def started(self) -> bool:
         """Whether any chunk was fed."""
         return self._fed
 
+    def end(self) -> None:
+        """The response is whole: one complete JSON body (not streamed)."""
+        self._complete = True
+
     def feed(self, chunk: Mapping[str, Any]) -> Iterator[GenerationEvent]:
-        """The events of one chunk. Raises ``ModelError`` for an in-band error or refusal."""
+        """The events of one chunk. Raises ``ModelError`` for an in-band error or refusal, and
+        ``generation_failed`` for a chunk that is not a chat completion's."""
         self._fed = True
         if "error" in chunk:
             raise error_from_body(_status_of(chunk["error"]), {}, chunk)
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self._usage = _usage(usage)
-        for choice in chunk.get("choices") or ():
+            self._usage = _usage(usage) or self._usage
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list):
+            raise _unexpected("'choices' is not an array")
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise _unexpected("a choice is not an object")
             delta = choice.get("delta") or choice.get("message") or {}
+            if not isinstance(delta, dict):
+                raise _unexpected("a choice's 'delta' or 'message' is not an object")
             if delta.get("refusal"):
                 raise ModelError("refusal", f"The model refused: {_clip(str(delta['refusal']))}")
             text = delta.get("content")
             if isinstance(text, str) and text:
                 self._text.append(text)
                 yield TextDelta(text)
-            for index, fragment in enumerate(delta.get("tool_calls") or ()):
-                pending = self._calls.setdefault(fragment.get("index", index), _PendingCall())
-                pending.id = pending.id or fragment.get("id")
-                function = fragment.get("function") or {}
-                name = function.get("name") or ""
-                if name and name != pending.name:  # some servers repeat the name in each part
-                    pending.name += name
-                arguments = function.get("arguments")
-                if isinstance(arguments, str):
-                    pending.arguments.append(arguments)
-                elif isinstance(arguments, dict):
-                    pending.arguments.append(orjson.dumps(arguments).decode())
-            if choice.get("finish_reason") == "content_filter":
+            self._gather_calls(delta.get("tool_calls") or [])
+            finish_reason = choice.get("finish_reason")
+            if finish_reason == "content_filter":
                 raise ModelError("guardrail_violation", "The server's content filter stopped it.")
+            if finish_reason is not None:
+                self._complete = True
+
+    def _gather_calls(self, fragments: Any) -> None:
+        if not isinstance(fragments, list):
+            raise _unexpected("'tool_calls' is not an array")
+        for position, fragment in enumerate(fragments):
+            function = (fragment.get("function") or {}) if isinstance(fragment, dict) else None
+            if not isinstance(function, dict):
+                raise _unexpected("a tool call or its 'function' is not an object")
+            index = fragment.get("index", position)
+            pending = self._calls.setdefault(
+                index if type(index) is int else position, _PendingCall()
+            )
+            call_id = fragment.get("id")
+            pending.id = pending.id or (call_id if isinstance(call_id, str) and call_id else None)
+            name = function.get("name") or ""
+            if not isinstance(name, str):
+                raise _unexpected("a tool call's name is not a string")
+            if name and name != pending.name:  # some servers repeat the name in each part
+                pending.name += name
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                pending.arguments.append(arguments)
+            elif isinstance(arguments, dict):
+                pending.arguments.append(orjson.dumps(arguments).decode())
 
     def finish(self) -> Iterator[GenerationEvent]:
-        """The tool calls gathered, then the usage. Raises ``ModelError`` for a call whose
-        arguments are not a JSON object (``generation_failed``: a retry may fix it)."""
+        """The tool calls gathered, then the usage. Raises ``ModelError`` (``generation_failed``:
+        a retry may fix it) for a response that ended early or a call whose arguments are not a
+        JSON object."""
+        if not self._complete:
+            raise ModelError(
+                "generation_failed",
+                "The model server's stream ended before the answer was complete (no "
+                "finish_reason): it was cut short.",
+            )
         for index in sorted(self._calls):
             pending = self._calls[index]
             raw = "".join(pending.arguments).strip() or "{}"
@@ -261,14 +352,35 @@ class StreamDecoder:
             yield Usage(estimate_tokens(self.prompt_text), 0, estimate_tokens(output))
 
 
-def _usage(raw: Mapping[str, Any]) -> Usage:
+def _unexpected(problem: str) -> ModelError:
+    return ModelError(
+        "generation_failed",
+        f"The model server sent a chunk that is not a chat completion's: {problem}.",
+    )
+
+
+def _count(value: Any) -> int | None:
+    """A token count as servers report it (absent: 0); ``None`` for anything else."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value) if 0 <= value < 2**53 else None  # NaN fails both comparisons
+
+
+def _usage(raw: Mapping[str, Any]) -> Usage | None:
+    """The server's usage; ``None`` when a count is not a count (then the usage is estimated)."""
     details = raw.get("prompt_tokens_details") or {}
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    return Usage(
-        input_tokens=int(raw.get("prompt_tokens") or 0),
-        cached_input_tokens=int(cached or 0),
-        output_tokens=int(raw.get("completion_tokens") or 0),
+    counts = (
+        _count(raw.get("prompt_tokens")),
+        _count(cached),
+        _count(raw.get("completion_tokens")),
     )
+    if None in counts:
+        return None
+    prompt, cached_prompt, output = counts
+    return Usage(input_tokens=prompt, cached_input_tokens=cached_prompt, output_tokens=output)
 
 
 # ---- errors -----------------------------------------------------------------------------------

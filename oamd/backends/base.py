@@ -190,6 +190,18 @@ class LanguageModel(ABC):
         Lets ``initialize`` answer in arrival order when nothing has to be asked."""
         return None
 
+    async def settle_capabilities(self) -> None:
+        """Makes ``capabilities`` final before a turn is planned with them, for a backend that
+        must ask first (an OpenAI-compatible server's kind). Awaited at the start of every turn,
+        so it returns at once when nothing is left to ask; concurrent first calls share one
+        question. The default does nothing.
+
+        Raises:
+            ModelError: the backend cannot say now (``model_unavailable``, or a transient
+                ``busy``/``rate_limited``); nothing is cached, the next call asks again.
+        """
+        return None
+
     @abstractmethod
     def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
         """Streams one model step. Raises ``ModelError`` for model failures."""

@@ -3,16 +3,22 @@
 
 Owns the HTTP exchange (one ``httpx.AsyncClient`` per model), the server's capabilities and the
 mapping of network failures; request bodies, response decoding and the HTTP error table live in
-``oamd.backends._openai_wire``. Guarantees: a cancelled or abandoned step closes its request (the
-server sees the connection drop and stops generating); every failure is a ``ModelError``.
+``oamd.backends._openai_wire``, the bounded reading of response bodies and event streams in
+``oamd.backends._openai_body``. Guarantees: a cancelled or abandoned step closes its request (the
+server sees the connection drop and stops generating); every failure is a ``ModelError``; a
+step's text is an answer only once the server gave a ``finish_reason``; a server that cuts a
+running stream short for the next request (llama-cpp-python) gets one request at a time.
 
-Capabilities differ per server and are not assumed. ``availability()`` (run at ``initialize``)
-asks ``GET /models`` and picks a profile from the server's ``owned_by``: llama-cpp-python (``me``)
-and llama.cpp (``llamacpp``) get the envelope loop with ``{"type": "json_object", "schema": …}``
-(their ``"auto"`` tool choice is unreliable on small models, and llama-cpp-python rejects the
-``json_schema`` form with HTTP 500); any other server gets native tools and the ``json_schema``
-form. Until then, the envelope loop without constrained JSON, which every chat server can run.
-Query options on the spec override detection (see ``OpenAIModel.from_spec``).
+Capabilities differ per server and are not assumed. A probe (``GET /models``) picks a profile
+from the server's ``owned_by``: llama-cpp-python (``me``) and llama.cpp (``llamacpp``) get the
+envelope loop with ``{"type": "json_object", "schema": …}`` (their ``"auto"`` tool choice is
+unreliable on small models, and llama-cpp-python rejects the ``json_schema`` form with HTTP 500);
+any other server gets native tools and the ``json_schema`` form. Query options on the spec
+override detection (see ``OpenAIModel.from_spec``). The capabilities are settled before a turn
+is planned: its first use (``settle_capabilities``, or ``availability()`` at ``initialize``) runs
+the probe, and whoever arrives while it runs waits for that same probe. A probe that finds no
+usable server settles nothing: the turns waiting for it fail (``model_unavailable``, or ``busy`` /
+``rate_limited`` for a server that is only overloaded) and the next use asks again.
 """
 
 from __future__ import annotations
@@ -25,9 +31,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+import anyio
 import httpx
 import orjson
 
+from oamd.backends._openai_body import decode_json, read_capped, read_whole, sse_payloads
 from oamd.backends._openai_wire import (
     JsonMode,
     StreamDecoder,
@@ -57,14 +65,11 @@ READ_TIMEOUT_SECONDS = 120.0
 past it the step fails ``generation_failed``. Spec option ``timeout``."""
 
 PROBE_TIMEOUT_SECONDS = 5.0
-"""Time ``availability()`` gives ``GET /models``."""
+"""Time the probe gives ``GET /models``; past it the server counts as unavailable."""
 
 DEFAULT_CONTEXT_SIZE = 4096
 """Context assumed when neither the spec (``ctx``) nor the server says; conservative, since the
 agent trims history to it and a server that holds less answers ``context_size_exceeded``."""
-
-MAX_ERROR_BODY_BYTES = 16 * 1024
-"""At most this much of an error response is read."""
 
 DEFAULT_MODEL_NAME = "default"
 """Sent as ``model`` when the spec names none and ``GET /models`` lists none."""
@@ -78,13 +83,20 @@ class ServerProfile:
     native_tools: bool
     json_mode: JsonMode
     sampling_extensions: bool
+    interrupts_streams: bool = False
+    """The server cuts a running stream short (``[DONE]`` without a ``finish_reason``) as soon
+    as another request arrives: llama-cpp-python's ``interrupt_requests``, on by default. Its
+    steps are sent one at a time, and ``availability()`` does not ask it while one runs."""
 
 
-LLAMA_CPP_PYTHON = ServerProfile("llama-cpp-python", False, "json_object", True)
+LLAMA_CPP_PYTHON = ServerProfile(
+    "llama-cpp-python", False, "json_object", True, interrupts_streams=True
+)
 LLAMA_CPP = ServerProfile("llama.cpp", False, "json_object", True)
 GENERIC = ServerProfile("openai-compatible", True, "json_schema", False)
 UNPROBED = ServerProfile("unprobed", False, "none", False)
-"""Before the first probe: the envelope loop, unconstrained, which any chat server can run."""
+"""Before the probe answers, and for good when the spec's options fix every choice: the envelope
+loop, unconstrained, which any chat server can run (options override it)."""
 
 _PROFILES_BY_OWNER = {"me": LLAMA_CPP_PYTHON, "llamacpp": LLAMA_CPP}
 _TOOLS_OPTIONS = {"native": True, "envelope": False}
@@ -95,6 +107,30 @@ _JSON_OPTIONS: dict[str, JsonMode] = {
 }
 _SWITCH_OPTIONS = {"on": True, "off": False}
 SPEC_OPTIONS = ("tools", "json", "ctx", "max_output", "timeout", "top_k", "usage")
+
+
+_STATUS_TOO_MANY_REQUESTS = 429
+_STATUSES_REFUSED = (401, 403)
+
+
+@dataclass(frozen=True, slots=True)
+class _ProbeOutcome:
+    """What one ``GET /models`` found: the availability to report and, when it found no server
+    to plan a turn for, the ``(name, message, retry_after)`` of the error such a turn fails with."""
+
+    availability: Availability
+    failure: tuple[str, str, float | None] | None = None
+
+
+class _Probe:
+    """A ``GET /models`` in flight. Whoever needs the server's answer meanwhile waits for this
+    one; ``outcome`` stays ``None`` when the task that ran it was cancelled (then ask again)."""
+
+    __slots__ = ("done", "outcome")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.outcome: _ProbeOutcome | None = None
 
 
 def _api_key(environ: Mapping[str, str]) -> str | None:
@@ -145,6 +181,12 @@ class OpenAIModel(LanguageModel):
         self._sampling_extensions = sampling_extensions
         self._include_usage = include_usage
         self.profile = UNPROBED
+        self._probe: _Probe | None = None
+        self._known: Availability | None = None
+        """The last probe's answer, when it found the server."""
+        self._step_gate = anyio.Semaphore(1)
+        """One step at a time on a server that ``interrupts_streams`` (a semaphore, not a lock:
+        an abandoned step's generator may be closed from another task)."""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(
             base_url=self.base_url + "/",
@@ -161,11 +203,13 @@ class OpenAIModel(LanguageModel):
         """``<base-url>[#<model>][?option=value&…]`` (the part after ``openai:``).
 
         Options: ``tools=native|envelope`` (the tool loop), ``json=json_object|json_schema|none``
-        (how a schema constrains output), ``ctx=<tokens>`` (context size), ``max_output=<tokens>``,
-        ``timeout=<seconds>`` (longest silence in a response), ``top_k=on|off`` (send llama.cpp's
-        ``top_k``), ``usage=on|off`` (ask for ``stream_options.include_usage``). Example:
+        (how a schema constrains output), ``ctx=<tokens>`` (context size), ``max_output=<tokens>``
+        (the most output any step asks for), ``timeout=<seconds>`` (longest silence in a
+        response), ``top_k=on|off`` (send llama.cpp's ``top_k``), ``usage=on|off`` (ask for
+        ``stream_options.include_usage``). Example:
         ``http://127.0.0.1:8080/v1#smollm2?tools=native&json=json_object``. The API key comes
-        from ``OAMD_OPENAI_API_KEY`` or ``OPENAI_API_KEY`` when set.
+        from ``OAMD_OPENAI_API_KEY`` or ``OPENAI_API_KEY`` when set. With ``#<model>``, ``tools``,
+        ``json`` and ``top_k`` all given, nothing is probed before a turn.
 
         Raises:
             ValueError: the URL is not http(s) or an option is unknown or malformed.
@@ -199,6 +243,7 @@ class OpenAIModel(LanguageModel):
             json_mode=json_mode,
             sampling_extensions=extensions,
             include_usage=self._include_usage,
+            max_output_tokens=self._max_output_tokens,
         )
         self.capabilities = ModelCapabilities(
             native_tools=native,
@@ -209,26 +254,89 @@ class OpenAIModel(LanguageModel):
             max_output_tokens=self._max_output_tokens,
         )
 
-    def _request_form_unknown(self) -> bool:
-        return self.model is None or self._json_mode is None or self._sampling_extensions is None
-
     @property
     def probed(self) -> bool:
         return self.profile is not UNPROBED
 
+    def _needs_probe(self) -> bool:
+        """Whether a turn must wait for the server's answer: it was not probed yet, and the spec
+        leaves something to detect (the model's name, the tool loop, the schema form, ``top_k``)."""
+        if self.probed:
+            return False
+        return (
+            self.model is None
+            or self._native_tools is None
+            or self._json_mode is None
+            or self._sampling_extensions is None
+        )
+
+    async def settle_capabilities(self) -> None:
+        """Probes the server unless its profile is known (or the spec fixes everything), joining
+        a probe already in flight, so a turn is never planned with guessed capabilities.
+
+        Raises:
+            ModelError: the probe found no usable server: ``model_unavailable`` (unreachable,
+                refused, silent), ``busy`` or ``rate_limited`` (overloaded, with its
+                ``Retry-After``), ``generation_failed`` (another server error). Nothing is
+                remembered: the next call probes again.
+        """
+        if not self._needs_probe():
+            return
+        failure = (await self._probe_once()).failure
+        if failure is not None:
+            name, message, retry_after = failure
+            raise ModelError(name, message, retry_after=retry_after)
+
     async def availability(self) -> Availability:
-        """Asks ``GET /models``; on success adopts the server's profile (and its first model id
-        when the spec named none). Unreachable or refusing servers report ``available: false``."""
+        """Asks ``GET /models`` (or waits for the probe in flight); on success adopts the
+        server's profile (and its first model id when the spec named none). Unreachable,
+        refusing or failing servers report ``available: false``. While a step streams from a
+        server that ``interrupts_streams``, the last answer stands: asking would cut it short."""
+        if self.profile.interrupts_streams and self._step_gate.value == 0 and self._known:
+            return self._known
+        return (await self._probe_once()).availability
+
+    async def _probe_once(self) -> _ProbeOutcome:
+        while True:
+            probe = self._probe
+            if probe is not None:
+                await probe.done.wait()
+                if probe.outcome is not None:
+                    return probe.outcome
+                continue  # its task was cancelled before the answer: ask again
+            probe = self._probe = _Probe()
+            try:
+                probe.outcome = await self._ask_models()
+            finally:
+                self._probe = None
+                probe.done.set()
+            return probe.outcome
+
+    async def _ask_models(self) -> _ProbeOutcome:
         try:
             response = await self._client.get("models", timeout=PROBE_TIMEOUT_SECONDS)
         except httpx.TimeoutException:
             return self._unavailable(f"{self.base_url} did not answer GET /models in time.")
         except httpx.TransportError as exc:
             return self._unavailable(f"Cannot reach {self.base_url}: {_describe(exc)}.")
-        if response.status_code in (401, 403):
+        status = response.status_code
+        if status in _STATUSES_REFUSED:
             return self._unavailable(
-                f"{self.base_url} refused the request (HTTP {response.status_code}); set "
+                f"{self.base_url} refused the request (HTTP {status}); set "
                 "OAMD_OPENAI_API_KEY or OPENAI_API_KEY."
+            )
+        if status == _STATUS_TOO_MANY_REQUESTS or status >= 500:
+            # an overloaded or failing server says nothing about its kind: adopting the generic
+            # profile now would keep the wrong loop for good
+            error = error_from_response(status, response.headers, response.content)
+            return _ProbeOutcome(
+                Availability(
+                    available=False,
+                    reason="model_not_ready",
+                    status="unavailable",
+                    detail=error.message,
+                ),
+                (error.name, error.message, error.retry_after),
             )
         entries: list[dict[str, Any]] = []
         if response.is_success:
@@ -246,23 +354,38 @@ class OpenAIModel(LanguageModel):
             entries[0].get("owned_by") if entries else None,
         )
         self._apply(_PROFILES_BY_OWNER.get(str(owner), GENERIC))
-        return Availability(
+        self._known = Availability(
             available=True,
             context_size=self.capabilities.context_size,
             variant=self.model or DEFAULT_MODEL_NAME,
             detail=f"{self.profile.name} at {self.base_url}",
         )
+        return _ProbeOutcome(self._known)
 
-    def _unavailable(self, detail: str) -> Availability:
-        return Availability(
-            available=False, reason="model_not_ready", status="unavailable", detail=detail
+    def _unavailable(self, detail: str) -> _ProbeOutcome:
+        return _ProbeOutcome(
+            Availability(
+                available=False, reason="model_not_ready", status="unavailable", detail=detail
+            ),
+            ("model_unavailable", detail, None),
         )
 
     # ---- generation ---------------------------------------------------------------------------
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
-        if not self.probed and self._request_form_unknown():
-            await self.availability()  # fixes the request form; the loop was already chosen
+        await self.settle_capabilities()  # a no-op once known; the agent awaited it already
+        gate = self._step_gate if self.profile.interrupts_streams else None
+        if gate is not None:
+            await gate.acquire()
+        try:
+            async with aclosing(self._generate(request)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if gate is not None:
+                gate.release()
+
+    async def _generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
         decoder = StreamDecoder("\n".join(m.content for m in request.messages))
         try:
             async with aclosing(self._exchange(request, decoder, stream=True)) as events:
@@ -307,16 +430,17 @@ class OpenAIModel(LanguageModel):
         ) as response:
             if not response.is_success:
                 raise error_from_response(
-                    response.status_code, response.headers, await _read_capped(response)
+                    response.status_code, response.headers, await read_capped(response)
                 )
             if response.headers.get("content-type", "").startswith("text/event-stream"):
-                async with aclosing(_sse_payloads(response)) as payloads:
+                async with aclosing(sse_payloads(response)) as payloads:
                     async for payload in payloads:
                         for event in decoder.feed(payload):
                             yield event
             else:  # a whole response, asked for or not
-                for event in decoder.feed(_decode_json(await response.aread())):
+                for event in decoder.feed(decode_json(await read_whole(response))):
                     yield event
+                decoder.end()
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -332,57 +456,6 @@ def _describe(exc: BaseException) -> str:
             return "connection refused"
         cause = cause.__cause__ or cause.__context__
     return str(exc) or type(exc).__name__
-
-
-def _decode_json(content: bytes) -> dict[str, Any]:
-    try:
-        value = orjson.loads(content)
-    except orjson.JSONDecodeError as exc:
-        raise ModelError("generation_failed", "The model server sent invalid JSON.") from exc
-    if not isinstance(value, dict):
-        raise ModelError("generation_failed", "The model server sent JSON that is not an object.")
-    return value
-
-
-async def _read_capped(response: httpx.Response) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size >= MAX_ERROR_BODY_BYTES:
-            break
-    return b"".join(chunks)[:MAX_ERROR_BODY_BYTES]
-
-
-async def _sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """The JSON payloads of a server-sent event stream, until ``[DONE]`` or its end."""
-    data: list[str] = []
-    event = ""
-    async for line in response.aiter_lines():
-        if line.startswith(":"):
-            continue  # a comment (keep-alive)
-        if line:
-            field_name, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if field_name == "data":
-                data.append(value)
-            elif field_name == "event":
-                event = value
-            continue
-        if not data:
-            continue
-        payload = "\n".join(data)
-        data = []
-        if payload.strip() == "[DONE]":
-            return
-        chunk = _decode_json(payload.encode())
-        if event == "error" and "error" not in chunk:
-            chunk = {"error": chunk}
-        event = ""
-        yield chunk
-    if data and "\n".join(data).strip() != "[DONE]":
-        yield _decode_json("\n".join(data).encode())
 
 
 def _parse_options(query: str) -> dict[str, Any]:

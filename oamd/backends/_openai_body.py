@@ -1,0 +1,149 @@
+"""Reading an OpenAI-compatible server's response body, bounded: a whole JSON body, the start of
+an error body, and the payloads of a server-sent event stream.
+
+``oamd.backends.openai`` owns the exchange and calls these; what the payloads mean is
+``oamd.backends._openai_wire``'s. Guarantees: nothing here holds more than its limit of a
+response (a misbehaving server cannot fill memory), lines end only where the SSE format says
+(CR, LF, CRLF), and every malformed body is a ``ModelError`` (``generation_failed``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+import httpx
+import orjson
+
+from oamd.errors import ModelError
+
+__all__ = [
+    "MAX_ERROR_BODY_BYTES",
+    "MAX_EVENT_LINE_CHARS",
+    "MAX_RESPONSE_BYTES",
+    "decode_json",
+    "read_capped",
+    "read_whole",
+    "sse_payloads",
+]
+
+MAX_ERROR_BODY_BYTES = 16 * 1024
+"""At most this much of an error response is read."""
+
+MAX_EVENT_LINE_CHARS = 1024 * 1024
+"""Longest line of an event stream read. A chat-completion chunk is a few hundred characters; a
+longer line is junk and fails the step ``generation_failed`` before it fills memory."""
+
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""Largest whole (not streamed) response read; past it the step fails ``generation_failed``."""
+
+
+def decode_json(content: bytes) -> dict[str, Any]:
+    """A body or event payload that must be a JSON object; anything else fails the step."""
+    try:
+        value = orjson.loads(content)
+    except orjson.JSONDecodeError as exc:
+        raise ModelError("generation_failed", "The model server sent invalid JSON.") from exc
+    if not isinstance(value, dict):
+        raise ModelError("generation_failed", "The model server sent JSON that is not an object.")
+    return value
+
+
+async def read_capped(response: httpx.Response) -> bytes:
+    """The first ``MAX_ERROR_BODY_BYTES`` of an error response (enough to quote it)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= MAX_ERROR_BODY_BYTES:
+            break
+    return b"".join(chunks)[:MAX_ERROR_BODY_BYTES]
+
+
+async def read_whole(response: httpx.Response) -> bytes:
+    """A whole response body, at most ``MAX_RESPONSE_BYTES``.
+
+    Raises:
+        ModelError: the body is larger (``generation_failed``).
+    """
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise ModelError(
+                "generation_failed",
+                f"The model server's response is larger than {MAX_RESPONSE_BYTES} bytes.",
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+async def _lines(response: httpx.Response) -> AsyncIterator[str]:
+    """An event stream's lines, ended by CR, LF or CRLF only, as the SSE format says (a JSON
+    string may hold U+2028 or U+0085 unescaped, where ``str.splitlines`` would cut the line).
+
+    Raises:
+        ModelError: a line is longer than ``MAX_EVENT_LINE_CHARS`` (``generation_failed``).
+    """
+    parts: list[str] = []
+    size = 0
+    after_cr = False
+    async for text in response.aiter_text():
+        if after_cr and text.startswith("\n"):
+            text = text[1:]  # the LF of a CRLF that two reads split
+        after_cr = text.endswith("\r")
+        start = 0
+        for end in _LINE_END.finditer(text):
+            parts.append(text[start : end.start()])
+            yield "".join(parts)
+            parts, size = [], 0
+            start = end.end()
+        if start < len(text):
+            size += len(text) - start
+            if size > MAX_EVENT_LINE_CHARS:
+                raise ModelError(
+                    "generation_failed",
+                    f"The model server sent a line longer than {MAX_EVENT_LINE_CHARS} characters.",
+                )
+            parts.append(text[start:])
+    if parts:
+        yield "".join(parts)
+
+
+async def sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The JSON payloads of a server-sent event stream, until ``[DONE]`` or its end (neither
+    says the answer is whole: a ``finish_reason`` does)."""
+    data: list[str] = []
+    event = ""
+    async with aclosing(_lines(response)) as lines:
+        async for line in lines:
+            if line.startswith(":"):
+                continue  # a comment (keep-alive)
+            if line:
+                field_name, _, value = line.partition(":")
+                value = value.removeprefix(" ")
+                if field_name == "data":
+                    data.append(value)
+                elif field_name == "event":
+                    event = value
+                continue
+            if not data:
+                continue
+            payload = "\n".join(data)
+            data = []
+            if payload.strip() == "[DONE]":
+                return
+            chunk = decode_json(payload.encode())
+            if event == "error" and "error" not in chunk:
+                chunk = {"error": chunk}
+            event = ""
+            yield chunk
+    if data and "\n".join(data).strip() != "[DONE]":  # the last event, without its blank line
+        yield decode_json("\n".join(data).encode())
