@@ -43,6 +43,7 @@ ANSWER, NULL, NONE = "answer", "null", "none"
 _ROWS = frozenset((row["code"], row["name"]) for row in ERRORS)
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 _BRACKET = re.compile(rb"[\[\]{}]")
+_METHOD = re.compile(rb'"method":\s*"([^"]{1,40})"')
 _RESPONSE_KEYS = frozenset(("jsonrpc", "id", "result", "error"))
 _EXAMPLES = 3
 
@@ -297,7 +298,7 @@ class Oracle:
 
 
 def _method_of(line: bytes) -> str:
-    match = re.search(rb'"method":"([^"]{1,40})"', line)
+    match = _METHOD.search(line)
     return match.group(1).decode("utf-8", "replace") if match else ""
 
 

@@ -30,7 +30,7 @@ from typing import Any, BinaryIO
 from fuzz_oracle import NONE, Oracle, expectation
 from fuzz_traffic import Plan, ToolReply, encode
 
-__all__ = ["Daemon", "Peer", "connect_unix", "rss_kib", "serve_daemon", "stdio_daemon"]
+__all__ = ["Daemon", "Peer", "connect", "rss_kib", "serve_daemon", "stdio_daemon"]
 
 OAMD = [sys.executable, "-m", "oamd"]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,6 +74,11 @@ class Daemon:
 
     def fds(self) -> int:
         return len(os.listdir(f"/proc/{self.pid}/fd"))
+
+    @property
+    def token(self) -> str:
+        with open(self.ready["tokenFile"], encoding="utf-8") as file:
+            return file.read().strip()
 
 
 @contextlib.contextmanager
@@ -153,9 +158,14 @@ def serve_daemon(*args: str, tcp: bool = False, start_timeout: float = 15) -> It
             _stop(process, 10)
 
 
-def connect_unix(path: str) -> socket.socket:
+def connect(daemon: Daemon, transport: str = "unix") -> socket.socket:
+    """A socket to the daemon's Unix endpoint, or to its TCP one (``transport="tcp"``)."""
+    if transport == "tcp":
+        endpoint = next(e for e in daemon.ready["endpoints"] if e["transport"] == "tcp")
+        return socket.create_connection((endpoint["host"], endpoint["port"]), timeout=10)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(path)
+    sock.settimeout(10)
+    sock.connect(daemon.socket_path)
     return sock
 
 
@@ -190,6 +200,7 @@ class Peer:
         self.waiting: dict[str, bool] = {}  # tool/call ids still owed a usable reply
         self.late: list[tuple[int, list[bytes]]] = []
         self.peak_rss = 0
+        self.read_size = READ_SIZE
         self._last_rss = 0.0
         self._last_read = time.monotonic()
         os.set_blocking(read_fd, False)
@@ -273,7 +284,7 @@ class Peer:
 
     def _read(self) -> None:
         try:
-            chunk = os.read(self.read_fd, READ_SIZE)
+            chunk = os.read(self.read_fd, self.read_size)
         except BlockingIOError:
             return
         except OSError:

@@ -25,10 +25,18 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from fuzz_oracle import Oracle, Violation, stderr_problems
-from fuzz_peer import Daemon, Peer, connect_unix, serve_daemon, stdio_daemon
+from fuzz_peer import Daemon, Peer, connect, serve_daemon, stdio_daemon
 from fuzz_traffic import Plan, Traffic, encode
 
-__all__ = ["Figures", "run_socket_episode", "run_stdio_episode", "socket_check"]
+__all__ = [
+    "Figures",
+    "merge",
+    "run_socket_episode",
+    "run_stdio_episode",
+    "server_stats",
+    "socket_check",
+    "stderr_violations",
+]
 
 EPISODE_SECONDS = 600.0
 """Longest an episode's lines may take to go out (a stalled daemon is a violation)."""
@@ -79,9 +87,17 @@ def merge(known: list[Violation], more: list[Violation]) -> list[Violation]:
     return list(by_key.values())
 
 
-def _stderr_violations(daemon: Daemon, since: int = 0) -> list[Violation]:
+KEEP_STDERR: list[str] = []
+"""A file (``--stderr``) to which each daemon's stderr is appended when it is checked."""
+
+
+def stderr_violations(daemon: Daemon, since: int = 0) -> list[Violation]:
     oracle = Oracle()
-    for signature, line in stderr_problems(daemon.stderr()[since:]):
+    text = daemon.stderr()[since:]
+    for path in KEEP_STDERR:
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(text)
+    for signature, line in stderr_problems(text):
         oracle.flag("stderr", signature, line)
     return list(oracle.violations.values())
 
@@ -160,7 +176,7 @@ def run_stdio_episode(
         violations = oracle.finish(connection_closed=plan.end != "close")
         if plan.end == "abrupt":
             violations = [v for v in violations if v.kind != "unanswered"]
-        violations = merge(violations, _stderr_violations(daemon))
+        violations = merge(violations, stderr_violations(daemon))
     if figures is not None:
         figures.add(peer, time.monotonic() - started, violations)
     return violations
@@ -170,20 +186,27 @@ def run_socket_episode(
     daemon: Daemon,
     plan: Plan,
     *,
+    transport: str = "unix",
     contract: bool = False,
     window: int = 64,
     figures: Figures | None = None,
     trace: BinaryIO | None = None,
 ) -> list[Violation]:
-    """One connection to ``oamd serve`` playing ``plan``; returns the violations (stderr is
-    checked once for the whole daemon, by ``socket_check``)."""
+    """One connection to ``oamd serve`` (``transport`` ``unix``, or ``tcp`` with the token in
+    ``initialize``) playing ``plan``; returns the violations (stderr is checked once for the
+    whole daemon, by ``socket_check``). A client whose ``initialize`` is not answered (refused)
+    plays nothing."""
     oracle = Oracle(contract=contract)
     started = time.monotonic()
-    sock = connect_unix(daemon.socket_path)
+    sock = connect(daemon, transport)
     try:
         fd = sock.fileno()
         peer = Peer(oracle, write_fd=fd, read_fd=fd, pid=daemon.pid, window=window, trace=trace)
-        peer.request("initialize", "fuzz-initialize", INITIALIZE)
+        params = {**INITIALIZE, "auth": daemon.token} if transport == "tcp" else INITIALIZE
+        peer.request("initialize", "fuzz-initialize", params)
+        if not peer.wait(lambda: "fuzz-initialize" not in oracle.owed, 10, rescue=False):
+            oracle.flag("handshake", f"a {transport} client's initialize was not answered")
+            plan = Plan(end="abrupt")
         peer.play(plan, deadline=started + EPISODE_SECONDS)
         if plan.end != "abrupt":
             peer.ping("fuzz-final-ping")
@@ -215,7 +238,7 @@ def socket_check(daemon: Daemon, *, since: int = 0, settle: float = 5.0) -> list
         time.sleep(0.02)
     if stats.get("connections") != 1:
         oracle.flag("leak", f"connections still counted after every client left: {stats}")
-    return merge(list(oracle.violations.values()), _stderr_violations(daemon, since))
+    return merge(list(oracle.violations.values()), stderr_violations(daemon, since))
 
 
 def server_stats(daemon: Daemon) -> dict[str, Any]:
@@ -258,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--contract", action="store_true", help="validate against bridge.json")
     parser.add_argument("--max-rss-mib", type=float, default=256.0)
     parser.add_argument("--trace", help="write every line sent (>) and received (<) to this file")
+    parser.add_argument("--stderr", help="append the daemons' stderr to this file")
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     print(f"seed {seed} (reproduce: python tests/fuzz_run.py --seed {seed})", flush=True)
@@ -265,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     traffic = Traffic(rng)
     results: dict[str, Figures] = {}
     trace = open(args.trace, "wb") if args.trace else None  # noqa: SIM115
+    if args.stderr:
+        KEEP_STDERR.append(args.stderr)
 
     stdio = results["stdio"] = Figures()
     left = args.stdio_lines
