@@ -266,9 +266,12 @@ class Oracle:
             self.trailing.discard(key)
 
     def _method(self, key: Any) -> str:
-        """The method of the request ``key`` (its last one, when the id was used twice)."""
-        methods = self.methods.get(key)
-        return methods[-1] if methods and methods[-1] else "?"
+        """The method of the request ``key`` (all of them when the id is owed more than once,
+        since then an answer cannot be told apart)."""
+        methods = [m or "?" for m in self.methods.get(key, ())]
+        if len(set(methods)) > 1:
+            return f"one of {'/'.join(sorted(set(methods)))} (a shared id)"
+        return methods[0] if methods else "?"
 
     def _check_contract(self, section: str, method: str, value: Any, line: bytes) -> None:
         if self._validate is None or method.startswith("test/") or not method:

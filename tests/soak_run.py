@@ -73,6 +73,8 @@ class Soak:
         self.pings: list[float] = []
         self.hog_held: list[float] = []
         self.errors: list[str] = []
+        self.local = threading.local()
+        """``refused``: whether this thread's last connection was turned away."""
 
     def count(self, what: str, n: int = 1) -> None:
         with self.lock:
@@ -93,8 +95,11 @@ class Soak:
         transport = "tcp" if index % 2 else "unix"
         play: Callable[[random.Random, str], None] = getattr(self, f"_{role(index)}")
         while not self.stop.is_set():
+            self.local.refused = False
             try:
                 play(rng, transport)
+                if self.local.refused:
+                    self.stop.wait(0.25)  # as a client would back off; keeps the counts honest
             except OSError as exc:  # refused or reset: the daemon's doing, judged by the checks
                 self.count(f"{role(index)} connection errors")
                 with self.lock:
@@ -109,7 +114,11 @@ class Soak:
     def _traffic(self, rng: random.Random, transport: str) -> None:
         traffic = Traffic(rng, id_prefix=f"{rng.randrange(1 << 30)}-")
         plan = traffic.plan(150, replies=32, ends=(50, 20, 15, 15, 0))
-        self.found(run_socket_episode(self.daemon, plan, transport=transport, window=16))
+        violations = run_socket_episode(self.daemon, plan, transport=transport, window=16)
+        if any(v.kind == "handshake" for v in violations):
+            self.count("refused")
+            self.local.refused = True
+        self.found(violations)
         self.count("episodes")
         self.count("episode lines", len(plan.lines))
 
@@ -121,8 +130,11 @@ class Soak:
             params["auth"] = self.daemon.token
         peer.request("initialize", "init", params)
         if not peer.wait(lambda: "init" not in peer.oracle.owed, PING_SECONDS, rescue=False):
-            self.flag("served", f"an authenticated {transport} client was not admitted")
+            refusal = peer.oracle.violations.get(("answer", "an id-null error no line called for"))
+            why = refusal.examples[0][:200] if refusal else "no answer"
+            self.flag("handshake", f"a {transport} client's initialize was not answered", why)
             self.count("refused")
+            self.local.refused = True
             sock.close()
             return None
         return sock, peer
