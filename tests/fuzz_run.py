@@ -45,6 +45,8 @@ EXIT_SECONDS = 15.0
 SHUTDOWN_SECONDS = 5.0
 """How long after ``shutdown`` the connection has to close (or answer what came after it)."""
 EXIT_OUTPUT_BROKEN = 141
+MAX_RSS_MIB = 256.0
+"""The daemon's resident set an episode may not exceed (``--max-rss-mib``)."""
 INITIALIZE = {"protocolVersion": "1.0", "client": {"name": "fuzz"}}
 
 
@@ -134,6 +136,7 @@ def run_stdio_episode(
     window: int = 64,
     figures: Figures | None = None,
     trace: BinaryIO | None = None,
+    max_rss_mib: float = MAX_RSS_MIB,
 ) -> list[Violation]:
     """One ``oamd stdio`` process playing ``plan``; returns the violations."""
     oracle = Oracle(contract=contract)
@@ -178,6 +181,7 @@ def run_stdio_episode(
         if plan.end == "abrupt":
             violations = [v for v in violations if v.kind != "unanswered"]
         violations = merge(violations, stderr_violations(daemon))
+    violations = merge(violations, _rss_violations(peer, max_rss_mib))
     if figures is not None:
         figures.add(peer, time.monotonic() - started, violations)
     return violations
@@ -192,6 +196,7 @@ def run_socket_episode(
     window: int = 64,
     figures: Figures | None = None,
     trace: BinaryIO | None = None,
+    max_rss_mib: float = MAX_RSS_MIB,
 ) -> list[Violation]:
     """One connection to ``oamd serve`` (``transport`` ``unix``, or ``tcp`` with the token in
     ``initialize``) playing ``plan``; returns the violations (stderr is checked once for the
@@ -222,9 +227,16 @@ def run_socket_episode(
     violations = oracle.finish(connection_closed=plan.end != "close")
     if plan.end == "abrupt":
         violations = [v for v in violations if v.kind != "unanswered"]
+    violations = merge(violations, _rss_violations(peer, max_rss_mib))
     if figures is not None:
         figures.add(peer, time.monotonic() - started, violations)
     return violations
+
+
+def _rss_violations(peer: Peer, max_rss_mib: float) -> list[Violation]:
+    if peer.peak_rss <= max_rss_mib * 1024:
+        return []
+    return [Violation("rss", f"the daemon's RSS reached {peer.peak_rss // 1024} MiB")]
 
 
 def socket_check(daemon: Daemon, *, since: int = 0, settle: float = 5.0) -> list[Violation]:
@@ -282,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--socket-episode", type=int, default=2_000, help="lines per connection")
     parser.add_argument("--window", type=int, default=64, help="requests in flight at most")
     parser.add_argument("--contract", action="store_true", help="validate against bridge.json")
-    parser.add_argument("--max-rss-mib", type=float, default=256.0)
+    parser.add_argument("--max-rss-mib", type=float, default=MAX_RSS_MIB)
     parser.add_argument("--trace", help="write every line sent (>) and received (<) to this file")
     parser.add_argument("--stderr", help="append the daemons' stderr to this file")
     args = parser.parse_args(argv)
@@ -301,7 +313,12 @@ def main(argv: list[str] | None = None) -> int:
         count = min(left, args.stdio_episode)
         plan = traffic.plan(count, replies=64)
         run_stdio_episode(
-            plan, contract=args.contract, window=args.window, figures=stdio, trace=trace
+            plan,
+            contract=args.contract,
+            window=args.window,
+            figures=stdio,
+            trace=trace,
+            max_rss_mib=args.max_rss_mib,
         )
         left -= count
     _report("stdio", stdio)
@@ -314,7 +331,13 @@ def main(argv: list[str] | None = None) -> int:
             traffic.prefix = f"c{unix.episodes}-"
             plan = traffic.plan(count, replies=64)
             run_socket_episode(
-                daemon, plan, contract=args.contract, window=args.window, figures=unix, trace=trace
+                daemon,
+                plan,
+                contract=args.contract,
+                window=args.window,
+                figures=unix,
+                trace=trace,
+                max_rss_mib=args.max_rss_mib,
             )
             left -= count
         unix.violations = merge(unix.violations, socket_check(daemon))
@@ -322,10 +345,6 @@ def main(argv: list[str] | None = None) -> int:
 
     found = False
     for name, figures in results.items():
-        if figures.peak_rss_kib > args.max_rss_mib * 1024:
-            figures.violations.append(
-                Violation("rss", f"peak RSS {figures.peak_rss_kib // 1024} MiB over the bound")
-            )
         for violation in figures.violations:
             found = True
             print(f"\n{name}: {violation}")

@@ -4,7 +4,7 @@ connection per example to a shared ``oamd serve`` on a Unix socket — under the
 ``fuzz_oracle``: every request answered exactly once (invalid ids with one id-null error), only
 JSON-RPC objects written, every error a row of the table and never -32603, each message valid
 against ``protocol/bridge.json``, a final ``ping`` answered, a clean exit, no traceback or error
-record on stderr, connections released.
+record on stderr, connections released, the daemon's RSS under ``MAX_RSS_MIB``.
 
 Under ``CI`` the ``ci`` profile (``conftest.py``) derandomizes the examples. Shrinking is off: each
 attempt costs a daemon, and the report already names the offending lines; ``OAMD_FUZZ_SHRINK=1``
