@@ -21,7 +21,7 @@ from typing import Any
 
 from fuzz_oracle import Oracle, expectation, stderr_problems
 from fuzz_peer import Peer, stdio_daemon
-from fuzz_traffic import Raw, encode
+from fuzz_values import Raw, encode
 
 __all__ = ["main", "reproduces"]
 

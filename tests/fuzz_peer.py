@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from fuzz_oracle import NONE, Oracle, expectation
-from fuzz_traffic import Plan, ToolReply, encode
+from fuzz_traffic import Plan, ToolReply
+from fuzz_values import encode
 
 __all__ = ["Daemon", "Peer", "connect", "rss_kib", "serve_daemon", "stdio_daemon"]
 

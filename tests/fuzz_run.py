@@ -27,7 +27,8 @@ from typing import Any, BinaryIO
 
 from fuzz_oracle import Oracle, Violation, stderr_problems
 from fuzz_peer import Daemon, Peer, connect, serve_daemon, stdio_daemon
-from fuzz_traffic import Plan, Traffic, encode
+from fuzz_traffic import Plan, Traffic
+from fuzz_values import encode
 
 __all__ = [
     "Figures",

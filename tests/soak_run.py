@@ -35,7 +35,8 @@ from typing import Any
 from fuzz_oracle import Oracle, Violation
 from fuzz_peer import Daemon, Peer, connect, rss_kib, serve_daemon
 from fuzz_run import merge, run_socket_episode, server_stats, stderr_violations
-from fuzz_traffic import ToolReply, Traffic, encode
+from fuzz_traffic import ToolReply, Traffic
+from fuzz_values import encode
 
 PING_SECONDS = 10.0
 """An authenticated client's ping unanswered this long means the daemon stopped serving it."""
