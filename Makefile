@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint format demo bench bench-cache eval llama-server clean
+.PHONY: test lint format demo bench bench-cache fuzz soak eval llama-server clean
 
 # llama-cpp-python builds from source (about 6-9 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
@@ -54,6 +54,17 @@ bench: $(STAMP)
 # Opt-in: KV-cache reuse on the embedded model, this tree against an earlier revision (~1 min).
 bench-cache: $(STAMP)
 	$(PY) bench/cache.py
+
+# Opt-in: the protocol fuzzer, seeded (printed; SEED=n replays a run): 100,000 lines over stdio
+# and 20,000 over a Unix socket, checked by the oracle of tests/fuzz_oracle.py (a few minutes).
+fuzz: $(STAMP)
+	$(PY) tests/fuzz_run.py $(if $(SEED),--seed $(SEED))
+
+# Opt-in: 32 clients of random traffic against one oamd serve for DURATION seconds (default 600),
+# with slow readers, slow-loris writers, pre-auth hogs and disconnects mid-turn.
+DURATION ?= 600
+soak: $(STAMP)
+	$(PY) tests/soak_run.py --duration $(DURATION) $(if $(SEED),--seed $(SEED))
 
 # Live evals (not CI): the tool-choice scenarios of the sibling project against MODEL
 # (default: the embedded SmolLM2); RUNS repeats them. Prints a table; JSON with EVAL_JSON=path.
