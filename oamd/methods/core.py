@@ -81,7 +81,8 @@ def register(registry: Registry) -> None:
     def shutdown(req: Request) -> Deferred:
         conn = req.conn
         state: BridgeState = req.state
-        conn.begin_shutdown(reply_pending=True)  # later requests fail -32023, after this reply
+        # later requests fail -32023, after this reply (a notification has none to wait for)
+        conn.begin_shutdown(reply_pending=not req.is_notification)
         state.cancel_all_work()
 
         async def work() -> dict[str, Any]:

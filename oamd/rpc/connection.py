@@ -355,9 +355,9 @@ class Connection:
             self._in_flight_changed.set()
         if respond:
             self.outbox.send(message)
-            if self._close_after_reply:
-                self._release_held_replies()  # after shutdown's own response, in arrival order
-                self._reader_scope.cancel()
+        if self._close_after_reply:  # shutdown's work is done (as a notification: no response)
+            self._release_held_replies()  # after shutdown's own response, in arrival order
+            self._reader_scope.cancel()
 
     def _send_error(self, msg_id: Any, error: dict[str, Any]) -> None:
         message = {"jsonrpc": "2.0", "id": msg_id, "error": error}

@@ -144,7 +144,10 @@ def _is_pydantic_error(exc: BaseException) -> bool:
 
 def to_wire_error(exc: BaseException) -> dict[str, Any]:
     """The exception-to-wire boundary. ``OamdError`` → its row; a pydantic ``ValidationError`` →
-    -32602 naming the dotted path; anything else → -32603, logged with its traceback."""
+    -32602 naming the dotted path; anything else → -32603, logged with its traceback. A group
+    (concurrent tool calls failing together) answers as its first protocol error."""
+    if isinstance(exc, BaseExceptionGroup):
+        exc = _first_protocol_error(exc)
     if isinstance(exc, OamdError):
         return error_object(exc.name, exc.message, exc.data)
     if _is_pydantic_error(exc):
@@ -152,6 +155,15 @@ def to_wire_error(exc: BaseException) -> dict[str, Any]:
         return error_object("invalid_params", message)
     log.error("internal_error", exc_info=exc)
     return error_object("internal_error", "Internal error; please report it.")
+
+
+def _first_protocol_error(group: BaseExceptionGroup[Any]) -> BaseException:
+    """The first ``OamdError`` in ``group`` (nested groups included), else its first exception."""
+    matched, _ = group.split(OamdError)
+    leaves = matched or group
+    while isinstance(leaves, BaseExceptionGroup):
+        leaves = leaves.exceptions[0]
+    return leaves
 
 
 def is_finite_number(value: Any) -> bool:
