@@ -277,7 +277,7 @@ class Oracle:
         if self._validate is None or method.startswith("test/") or not method:
             return
         try:
-            self._validate[section](method, _without_fractional_ids(value))
+            self._validate[section](method, value)
         except AssertionError as exc:
             first = str(exc).splitlines()[0]
             self.flag("contract", f"{section} {method}: {first[:160]}", line)
@@ -303,14 +303,6 @@ class Oracle:
 def _method_of(line: bytes) -> str:
     match = _METHOD.search(line)
     return match.group(1).decode("utf-8", "replace") if match else ""
-
-
-def _without_fractional_ids(value: Any) -> Any:
-    """bridge.json's ``Id`` is a string or an integer; the daemon also accepts (and echoes) a
-    fractional id, so a ``requestId`` that is one is not held against the contract here."""
-    if type(value) is dict and isinstance(value.get("requestId"), float):
-        return {**value, "requestId": 0}
-    return value
 
 
 def _contract_validators() -> dict[str, Any]:
