@@ -54,6 +54,27 @@ def _tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+MMAP_THRESHOLD_BYTES = 128 * 1024
+"""glibc: allocations from this size on get their own mapping, returned to the system when freed.
+glibc raises the threshold as large blocks are freed, after which long lines, prompts and model
+outputs are carved from the heap and leave it fragmented: under a 150 s socket soak RSS grew
+97 → 241 MiB while Python's own heap held 14 MB; with the threshold fixed it stayed at 61–72 MiB."""
+
+
+def _tune_malloc() -> None:
+    """Fixes glibc's mmap threshold (no-op elsewhere). After the early ``initialize``: ctypes
+    costs 1.6 ms of start-up."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-3, MMAP_THRESHOLD_BYTES)  # M_MMAP_THRESHOLD; musl has no mallopt
+    except (OSError, AttributeError):
+        return
+
+
 def _model_from_spec(spec: str | None) -> LanguageModel:
     if not spec:
         return UnconfiguredModel()
@@ -241,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
 
         from oamd.serve import EndpointError, serve  # sockets load only for `oamd serve`
 
+        _tune_malloc()
+
         try:
             anyio.run(_closing, model, lambda: serve(config, _serve_options(args)))
         except EndpointError as exc:
@@ -260,6 +283,7 @@ def _serve_stdio(config: DaemonConfig, model: LanguageModel, max_line_bytes: int
     registry, state = build_registry(config), BridgeState(config)
     try:
         initial = answer_initialize(registry, state)
+        _tune_malloc()
         import anyio
 
         output_broken = anyio.run(
