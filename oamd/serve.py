@@ -67,6 +67,7 @@ from oamd.transport.sockets import (
     Endpoint,
     EndpointError,
     PrivateFiles,
+    has_unread_bytes,
     open_abstract,
     open_tcp,
     open_unix,
@@ -87,6 +88,10 @@ refusal reaches it instead of a connection reset."""
 
 LINGER_BYTES = 1 << 20
 """…and how many bytes at most."""
+
+EVICTION_GRACE_SECONDS = 0.25
+"""A connection still to authenticate is not dropped for a newer one in its first moments, while
+its ``initialize`` may be on its way, unless every waiting one is as new."""
 
 
 @dataclass
@@ -170,10 +175,12 @@ def _refusal(message: str, msg_id: Any, reason: str) -> InvalidMessage:
 class _Client:
     conn: Connection
     state: BridgeState
+    stream: ByteStream
     admitted: bool = False
     """Holds one of the ``--max-connections`` slots (authenticated, or a trusted peer)."""
     evicted: bool = False
     """Dropped from the pool of connections still to authenticate to make room for a newer one."""
+    connected_at: float = field(default_factory=anyio.current_time)
 
 
 class Server:
@@ -253,6 +260,7 @@ class Server:
         self, *, task_status: TaskStatus[dict[str, Any]] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Serves until a signal (or ``stop``), drains, cleans up. Reports the ready object."""
+        asyncio.get_running_loop().set_exception_handler(_loop_exception)
         try:
             ready = await self.open()
             async with anyio.create_task_group() as connections:
@@ -301,7 +309,14 @@ class Server:
                 log.warning("accept_failed", endpoint=endpoint.address, error=repr(exc))
                 await anyio.sleep(ACCEPT_RETRY_SECONDS)
                 continue
-            connections.start_soon(self._serve_client, stream, endpoint.kind)
+            connections.start_soon(self._serve_client_safely, stream, endpoint.kind)
+
+    async def _serve_client_safely(self, stream: ByteStream, kind: str) -> None:
+        """One connection's failure is that connection's end, never the server's."""
+        try:
+            await self._serve_client(stream, kind)
+        except Exception:
+            log.exception("connection_failed")
 
     async def _serve_client(self, stream: ByteStream, kind: str) -> None:
         async with stream:
@@ -332,7 +347,7 @@ class Server:
                 hangup_on_eof=True,
                 max_outbox_bytes=self.options.max_outbox_bytes,
             )
-            client = self._clients[key] = _Client(conn, state, admitted=trusted)
+            client = self._clients[key] = _Client(conn, state, stream, admitted=trusted)
             if gate is not None:
                 self._unauthenticated[key] = client
             try:
@@ -353,6 +368,12 @@ class Server:
 
     def _take_slot(self, key: int) -> None:
         """The gate admits connection ``key``: it leaves the waiting pool for a client slot."""
+        if key not in self._unauthenticated:  # dropped for a newer one as its line was read
+            raise LimitReached(
+                "connections waiting to authenticate",
+                self.options.max_pending_auth,
+                "Too many connections are waiting to authenticate; connect again.",
+            )
         limit = self.options.max_connections
         if self._admitted_count() >= limit:
             log.warning("connection_limit", limit=limit)
@@ -364,9 +385,19 @@ class Server:
         self._unauthenticated.pop(key).admitted = True
 
     def _make_room_to_authenticate(self) -> None:
+        """Drops a waiting connection, sparing the ones that may be a client whose ``initialize``
+        is on its way: among those connected longer than ``EVICTION_GRACE_SECONDS``, the oldest
+        that has sent nothing (no unread bytes, no part of a line), else the oldest with nothing
+        unread, else the oldest; the oldest of all when every one is that new."""
         while len(self._unauthenticated) >= self.options.max_pending_auth:
-            key = next(iter(self._unauthenticated))
-            oldest = self._unauthenticated.pop(key)
+            waiting = self._unauthenticated
+            settled = anyio.current_time() - EVICTION_GRACE_SECONDS
+            old = [k for k, c in waiting.items() if c.connected_at <= settled]
+            quiet = [k for k in old if not has_unread_bytes(waiting[k].stream)]
+            silent = [k for k in quiet if not waiting[k].conn.has_partial_line]
+            ranked = silent or quiet or old or list(waiting)
+            key = ranked[0]
+            oldest = waiting.pop(key)
             oldest.evicted = True
             oldest.conn.stop_reading()
             log.info("unauthenticated_dropped", limit=self.options.max_pending_auth)
@@ -424,6 +455,17 @@ class Server:
             except Exception:
                 log.exception("endpoint_close_failed", endpoint=endpoint.address)
         self.endpoints.clear()
+
+
+def _loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The event loop's errors go to the log. One is known and harmless: anyio's Unix socket
+    stream (4.16) can have a reader callback fire on a wait that was just cancelled
+    (``Future.set_result`` → ``InvalidStateError``; the fd's reader is removed right after)."""
+    exc = context.get("exception")
+    if isinstance(exc, asyncio.InvalidStateError) and "set_result" in repr(context.get("handle")):
+        log.debug("cancelled_socket_wait_woken")
+        return
+    log.error("event_loop_error", message=context.get("message"), exc_info=exc)
 
 
 async def _linger(stream: ByteStream) -> None:

@@ -429,6 +429,11 @@ class Connection:
                 await self._in_flight_changed.wait()
 
     @property
+    def has_partial_line(self) -> bool:
+        """Part of a line has been read and waits for the rest (or is being skipped)."""
+        return self._framer.pending > 0 or self._framer.discarding
+
+    @property
     def in_flight(self) -> int:
         return len(self._in_flight)
 

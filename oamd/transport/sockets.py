@@ -31,6 +31,7 @@ __all__ = [
     "Endpoint",
     "EndpointError",
     "PrivateFiles",
+    "has_unread_bytes",
     "open_abstract",
     "open_tcp",
     "open_unix",
@@ -212,6 +213,24 @@ def peer_uid(stream: ByteStream) -> int | None:
     except OSError:
         return None
     return int(struct.unpack("iII", creds)[1])
+
+
+def has_unread_bytes(stream: ByteStream) -> bool:
+    """Whether the peer sent bytes this side has not read yet: still in the kernel (a peek), or,
+    on a TCP stream, already in the queue of anyio's asyncio protocol (read eagerly by the
+    transport; anyio exposes no public way to ask, hence the guarded attribute lookup)."""
+    queued = getattr(getattr(stream, "_protocol", None), "read_queue", None)
+    if queued:
+        return True
+    sock = stream.extra(SocketAttribute.raw_socket, None)
+    if sock is None:
+        return False
+    try:
+        # TCP streams hand out asyncio's TransportSocket, which cannot recv: peek through a dup
+        with socket.fromfd(sock.fileno(), sock.family, sock.type) as peek:
+            return bool(peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except OSError:  # nothing waiting (EAGAIN), or the socket is gone
+        return False
 
 
 class PrivateFiles:
