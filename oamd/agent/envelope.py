@@ -5,9 +5,10 @@ its arguments coerced and validated against the tool's schema, with one repair t
 problem; each round makes one call; an identical successful call made again means "reply now"
 (unless ``dedupe_tool_calls`` is off); the round and call budgets then force the reply, a respond
 step (streamed and cleaned) or a structured step (JSON, one repair). Where the backend constrains
-decoding, decide, toolArguments and structured steps carry the schema to decode with. A transient
-model failure retries that one step, never a tool, waiting through the injected ``sleep``. The
-events, records and entries have the native loop's shapes; the caller commits the entries.
+decoding, decide, toolArguments and structured steps carry the schema to decode with. A failure
+the turn's ``RetryPolicy`` retries repeats that one model step, never a tool, waiting through the
+injected ``sleep``. The events, records and entries have the native loop's shapes; the caller
+commits the entries.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ from oamd.agent.events import (
     TurnResult,
     TurnUsage,
 )
-from oamd.agent.loop import ToolExecutor, TurnSpec
 from oamd.agent.tools import ToolDefinition
+from oamd.agent.turn import ToolExecutor, TurnSpec
 from oamd.backends.base import ChatMessage, GenerationRequest, LanguageModel, TurnSnapshot
 from oamd.errors import InvalidRequest, ModelError
 
@@ -138,19 +139,15 @@ class _EnvelopeTurn:
         self.spec = spec
         self.emit = emit
         self.sleep = sleep
-        self.labels = Labels(spec.user_label, spec.assistant_label)
+        self.settings = spec.settings
+        self.labels = Labels(spec.settings.user_label, spec.settings.assistant_label)
         self.system = system_text(spec.instructions, spec.tools, self.labels)
         self.by_name = {t.name: t for t in spec.tools}
         self.constrained = spec.model.capabilities.constrained_json
-        self.entries: list[dict[str, Any]] = [
-            {"kind": "prompt", "text": spec.prompt},
-            *spec.carried_entries,
-        ]
+        self.entries: list[dict[str, Any]] = [{"kind": "prompt", "text": spec.prompt}]
         if spec.watch is not None:
             spec.watch(self.entries)
-        self.calls = TurnCalls(
-            self.entries, spec.carried_entries, spec.carried_records, self.labels, emit, execute
-        )
+        self.calls = TurnCalls(self.entries, spec.carried_records, self.labels, emit, execute)
         self.steps: list[Step] = []
         self.usage = TurnUsage()
         self.rounds = 0
@@ -163,8 +160,7 @@ class _EnvelopeTurn:
         try:
             return await self._run()
         except ModelError as error:
-            error.turn_entries = self.entries[1:]  # what the failed run gathered, for a retry
-            error.turn_records = self.calls.records
+            error.turn_records = self.calls.records  # what the failed run gathered, for a retry
             raise
 
     async def _run(self) -> TurnResult:
@@ -240,7 +236,7 @@ class _EnvelopeTurn:
                 tool = self.by_name[decision.tool]
                 arguments, problem = choose_arguments(tool.name, tool.schema, decision.candidates)
                 if problem is None:
-                    if self.spec.dedupe_tool_calls and self.calls.repeats(tool, arguments):
+                    if self.settings.dedupe_tool_calls and self.calls.repeats(tool, arguments):
                         return Respond()  # the same call again: the model has what it needs
                     return _Chosen(tool, arguments)
                 failure = _Failed(tool, arguments, problem)
@@ -351,13 +347,13 @@ class _EnvelopeTurn:
             )
 
         window = history_window(self.spec.history, self.labels)
-        if self.spec.trim_history:
+        if self.settings.trim_history:
             capabilities = self.spec.model.capabilities
-            budget = capabilities.context_size - self.spec.reserved_response_tokens
+            budget = capabilities.context_size - self.settings.reserved_response_tokens
             await fit_window(window, self.system, render([]), budget, self._count)
         messages = [ChatMessage("system", self.system)] if self.system else []
         messages.append(ChatMessage("user", render(window.items)))
-        sampling = self.spec.sampling
+        sampling = self.settings.sampling
         if kind in (DECIDE, TOOL_ARGUMENTS):
             sampling = replace(
                 sampling, temperature=DECISION_TEMPERATURE, max_tokens=DECISION_MAX_TOKENS
@@ -378,8 +374,8 @@ class _EnvelopeTurn:
             self.spec.model,
             request,
             self.usage,
+            self.settings.retry,
             self.sleep,
-            retry_guardrail=self.spec.retry_guardrail_violations,
             **options,
         )
 

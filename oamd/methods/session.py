@@ -7,13 +7,14 @@ from typing import Any
 from oamd.agent.compaction import compact_history
 from oamd.agent.envelope import warm_up
 from oamd.agent.history import History
-from oamd.agent.loop import TurnSpec, run_turn
 from oamd.agent.params import Params
 from oamd.agent.policy import parse_policy_overrides
 from oamd.agent.queue import Operation
+from oamd.agent.run import run_turn
 from oamd.agent.session import Session, SessionOptions, check_object_id, parse_session_options
 from oamd.agent.tools import RESPOND_DIRECTLY, parse_tools, tool_count_warning
 from oamd.agent.transcript import export_transcript, import_transcript
+from oamd.agent.turn import TurnSettings, TurnSpec
 from oamd.errors import InvalidParams, InvalidRequest, InvalidSchema, LimitReached, OamdError
 from oamd.limits import MAX_TOOLS
 from oamd.methods.budget import needs_room
@@ -165,14 +166,16 @@ def respond(req: Request) -> Deferred:
             policy=policy,
             prompt=prompt,
             schema=schema,
-            sampling=session.options.sampling,
-            max_attempts=session.options.max_attempts,
-            trim_history=session.options.trim_history,
-            reserved_response_tokens=session.options.reserved_response_tokens,
+            settings=TurnSettings(
+                sampling=session.options.sampling,
+                max_attempts=session.options.max_attempts,
+                trim_history=session.options.trim_history,
+                reserved_response_tokens=session.options.reserved_response_tokens,
+                user_label=session.options.user_label,
+                assistant_label=session.options.assistant_label,
+                dedupe_tool_calls=session.options.dedupe_tool_calls,
+            ),
             watch=lambda entries: setattr(session, "in_progress", entries),
-            user_label=session.options.user_label,
-            assistant_label=session.options.assistant_label,
-            dedupe_tool_calls=session.options.dedupe_tool_calls,
         )
         try:
             result = await run_turn(spec, driver.emit, driver.execute)
