@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
-import oamd.agent._envelope_prompt as envelope_prompt
 import oamd.agent.envelope  # noqa: F401  (imported before any patch: it binds entry_lines)
+import oamd.agent.envelope._prompt as envelope_prompt
 import oamd.agent.native as native
 import oamd.agent.prompt as prompt
 

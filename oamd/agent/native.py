@@ -255,16 +255,16 @@ def _finish(
         value = _try_json(text)
         if value is _INCOMPLETE:
             raise ModelError("generation_failed", "The model's answer is not valid JSON.")
-        value = spec.schema.coerce(value)
-        problems = spec.schema.validate(value)
-        # a backend that constrains decoding is trusted (as FoundationModels is): its answers
-        # pass as generated; from any other backend a mismatch fails the turn
-        if problems and not spec.model.capabilities.constrained_json:
-            raise ModelError(
-                "generation_failed",
-                "The model's answer does not match the schema: " + "; ".join(problems[:3]),
-            )
-        value = spec.schema.order(value)
+        value, problems = spec.schema.accept(value)
+        if problems:
+            # a backend that constrains decoding is trusted (as FoundationModels is): its answers
+            # pass as generated; from any other backend a mismatch fails the turn
+            if not spec.model.capabilities.constrained_json:
+                raise ModelError(
+                    "generation_failed",
+                    "The model's answer does not match the schema: " + "; ".join(problems[:3]),
+                )
+            value = spec.schema.order(value)
         result.structured = value
         result.has_structured = True
         result.text = orjson.dumps(value).decode()

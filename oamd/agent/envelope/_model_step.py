@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from oamd.agent._lenient_json import has_complete_value, streaming_value
+from oamd.agent.envelope._json_reader import has_complete_value, streaming_value
 from oamd.agent.events import PartialValue, TurnEvent, TurnUsage
 from oamd.agent.turn import RetryPolicy
 from oamd.backends.base import (

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from oamd.agent._envelope_prompt import Labels, tool_line
-from oamd.agent._lenient import call_key
+from oamd.agent.envelope._parser import call_key
+from oamd.agent.envelope._prompt import Labels, tool_line
 from oamd.agent.events import ToolCall, ToolCompleted, ToolRecord, ToolStarted, TurnEvent
 from oamd.agent.tools import ToolDefinition, ToolOutput
 from oamd.agent.turn import ToolExecutor, new_call_id

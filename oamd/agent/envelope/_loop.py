@@ -1,4 +1,4 @@
-"""The envelope tool loop: one turn of a session on a text-only model (no tool-call API).
+"""The envelope loop itself: one turn of a session on a text-only model (no tool-call API).
 
 A decide step answers with ``{"action": "<tool>" | "respond", "arguments": {…}}``, read leniently,
 its arguments coerced and validated against the tool's schema, with one repair that quotes the
@@ -19,7 +19,24 @@ from typing import Any
 
 import orjson
 
-from oamd.agent._envelope_prompt import (
+from oamd.agent.envelope._calls import TurnCalls
+from oamd.agent.envelope._json_reader import (
+    LenientJsonError,
+    first_value,
+    json_candidates,
+    parse_lenient,
+)
+from oamd.agent.envelope._model_step import PartialEmitter, run_model_step
+from oamd.agent.envelope._parser import (
+    NOT_AN_OBJECT,
+    Invalid,
+    Respond,
+    argument_candidates,
+    choose_arguments,
+    join_problems,
+    parse_envelope,
+)
+from oamd.agent.envelope._prompt import (
     Labels,
     Repair,
     arguments_task,
@@ -33,19 +50,7 @@ from oamd.agent._envelope_prompt import (
     structured_task,
     system_text,
 )
-from oamd.agent._lenient import (
-    NOT_AN_OBJECT,
-    Invalid,
-    Respond,
-    argument_candidates,
-    choose_arguments,
-    join_problems,
-    parse_envelope,
-)
-from oamd.agent._lenient_json import LenientJsonError, first_value, json_candidates, parse_lenient
-from oamd.agent._model_step import PartialEmitter, run_model_step
-from oamd.agent._reply import ReplyCleaner, ReplyDisplay
-from oamd.agent._turn_calls import TurnCalls
+from oamd.agent.envelope._reply import ReplyCleaner, ReplyDisplay
 from oamd.agent.events import (
     PartialValue,
     Step,
@@ -301,10 +306,8 @@ class _EnvelopeTurn:
             text = await self._generate(request, on_text=partials, stop_early=True, arrays=arrays)
             value = _extract(text, arrays, scalar=_is_scalar(schema.generation))
             if value is not _NOTHING:
-                value = schema.coerce(value)
-                problems = schema.validate(value)
+                ordered, problems = schema.accept(value)
                 if not problems:
-                    ordered = schema.order(value)
                     self.emit(PartialValue(ordered))
                     compact = orjson.dumps(ordered).decode()
                     self.entries.append(
