@@ -14,7 +14,6 @@ from oamd.agent.run import run_turn
 from oamd.agent.session import Session, SessionOptions, check_object_id, parse_session_options
 from oamd.agent.tools import RESPOND_DIRECTLY, parse_tools, tool_count_warning
 from oamd.agent.transcript import export_transcript, import_transcript
-from oamd.agent.turn import TurnSettings, TurnSpec
 from oamd.errors import InvalidParams, InvalidRequest, InvalidSchema, LimitReached, OamdError
 from oamd.limits import MAX_TOOLS
 from oamd.methods.budget import needs_room
@@ -124,8 +123,8 @@ def _warm(req: Request, session: Session) -> None:
             session.model,
             session.effective_instructions,
             session.tools,
-            user_label=session.options.user_label,
-            assistant_label=session.options.assistant_label,
+            user_label=session.options.turn.user_label,
+            assistant_label=session.options.turn.assistant_label,
         )
 
     req.conn.start_deferred(None, work, respond=False)
@@ -152,31 +151,7 @@ def respond(req: Request) -> Deferred:
     )
 
     async def work(op: Operation) -> dict[str, Any]:
-        policy = session.options.policy.with_overrides(overrides)
-        if policy.choice.mode == "tool" and session.tool(policy.choice.name or "") is None:
-            raise InvalidParams(
-                f"'toolChoice' names tool '{policy.choice.name}', which session '{session.id}' "
-                "does not have."
-            )
-        spec = TurnSpec(
-            model=session.model,
-            instructions=session.effective_instructions,
-            history=session.history,
-            tools=session.tools,
-            policy=policy,
-            prompt=prompt,
-            schema=schema,
-            settings=TurnSettings(
-                sampling=session.options.sampling,
-                max_attempts=session.options.max_attempts,
-                trim_history=session.options.trim_history,
-                reserved_response_tokens=session.options.reserved_response_tokens,
-                user_label=session.options.user_label,
-                assistant_label=session.options.assistant_label,
-                dedupe_tool_calls=session.options.dedupe_tool_calls,
-            ),
-            watch=lambda entries: setattr(session, "in_progress", entries),
-        )
+        spec = session.turn_spec(prompt, overrides, schema)
         try:
             result = await run_turn(spec, driver.emit, driver.execute)
             op.commit()
