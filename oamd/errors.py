@@ -138,14 +138,8 @@ class ModelError(OamdError):
             data["retryAfter"] = _iso_duration(retry_after)
         super().__init__(message or _DEFAULT_MODEL_MESSAGES[name], **data)
         self.retry_after = retry_after
-        self.turn_entries: list[Any] = []
-        """Entries the failed turn had gathered (tool calls and outputs), for a caller's retry."""
         self.turn_records: list[Any] = []
-
-    @property
-    def transient(self) -> bool:
-        """Whether retrying the same model step may succeed."""
-        return self.name in {"generation_failed", "busy", "rate_limited"}
+        """Tool records the failed turn had gathered, for a caller's retry (the NPC's)."""
 
 
 _DEFAULT_MODEL_MESSAGES = {

@@ -20,8 +20,8 @@ from envelope_support import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oamd.agent._lenient import Call, argument_candidates, encode_envelope, parse_envelope
-from oamd.agent._lenient_json import first_value, has_complete_value, streaming_value
+from oamd.agent.envelope._json_reader import first_value, has_complete_value, streaming_value
+from oamd.agent.envelope._parser import Call, argument_candidates, encode_envelope, parse_envelope
 
 pytestmark = pytest.mark.anyio
 

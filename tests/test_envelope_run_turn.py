@@ -1,8 +1,10 @@
 """``run_turn`` on a text-only model, below the protocol: step retries and their backoff in
-virtual time (android-design §1.14), and the tokenizer consulted only for large prompts (§3.7)."""
+virtual time (android-design §1.14, bounded by the turn's ``max_attempts`` as the native loop
+is), and the tokenizer consulted only for large prompts (§3.7)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,9 +13,10 @@ import pytest
 
 from oamd.agent.events import StepStarted, TextUpdated, ToolCall, TurnEvent
 from oamd.agent.history import History
-from oamd.agent.loop import TurnSpec, run_turn
 from oamd.agent.policy import ToolPolicy
+from oamd.agent.run import run_turn
 from oamd.agent.tools import ToolChoice, ToolDefinition, ToolOutput, parse_tools
+from oamd.agent.turn import TurnSettings, TurnSpec
 from oamd.backends.base import (
     Availability,
     GenerationEvent,
@@ -90,9 +93,11 @@ def spec(model: LanguageModel, **extra: Any) -> TurnSpec:
         "tools": [],
         "policy": ToolPolicy(),
         "prompt": "Hello.",
-        **extra,
     }
-    return TurnSpec(**fields)
+    knobs = {f.name for f in dataclasses.fields(TurnSettings)}
+    settings = {k: v for k, v in extra.items() if k in knobs}
+    fields.update({k: v for k, v in extra.items() if k not in knobs})
+    return TurnSpec(**fields, settings=TurnSettings(**settings))
 
 
 async def turn(model: LanguageModel, clock: Clock, events: list[TurnEvent] | None = None, **extra):
@@ -108,18 +113,21 @@ def busy(retry_after: float | None = None) -> ModelError:
 async def test_transient_failures_retry_the_step_after_300_then_600_ms():
     clock = Clock()
     model = FlakyModel([busy()], [ModelError("generation_failed")], ["Welcome!"])
-    result = await turn(model, clock)
+    result = await turn(model, clock, max_attempts=3)
     assert result.text == "Welcome!"
     assert clock.waits == [0.3, 0.6]
     assert len(result.steps) == 1  # retries are the same step
 
 
-async def test_the_third_failure_fails_the_turn():
+@pytest.mark.parametrize(("max_attempts", "waits"), [(1, []), (2, [0.3]), (3, [0.3, 0.6])])
+async def test_max_attempts_bounds_the_calls_of_one_step(max_attempts, waits):
     clock = Clock()
+    model = FlakyModel(*([busy()] for _ in range(max_attempts)), ["Too late."])
     with pytest.raises(ModelError) as info:
-        await turn(FlakyModel([busy()], [busy()], [busy()]), clock)
+        await turn(model, clock, max_attempts=max_attempts)
     assert info.value.name == "busy"
-    assert clock.waits == [0.3, 0.6]
+    assert model.calls == max_attempts
+    assert clock.waits == waits
 
 
 @pytest.mark.parametrize(("retry_after", "wait"), [(None, 0.3), (0.1, 0.3), (2.0, 2.0), (5.0, 5.0)])

@@ -12,9 +12,9 @@ from typing import Any
 import anyio
 import pytest
 
-import oamd.agent._envelope_prompt as envelope_prompt
 import oamd.agent.envelope  # noqa: F401  (imported before any patch: it binds entry_lines)
-import oamd.agent.loop as loop
+import oamd.agent.envelope._prompt as envelope_prompt
+import oamd.agent.native as native
 import oamd.agent.prompt as prompt
 
 pytestmark = pytest.mark.anyio
@@ -84,7 +84,7 @@ def assert_hysteresis(trimmed: list[int], entries_per_turn: int) -> None:
 
 async def test_native_steps_convert_only_the_entries_they_send(client, monkeypatch):
     history = counting(monkeypatch, prompt, "entries_to_messages")
-    current = counting(monkeypatch, loop, "entries_to_messages")
+    current = counting(monkeypatch, native, "entries_to_messages")
     firsts = await run_turns(client, "native")
     # each turn: its own entries at its two steps ([prompt], [prompt, toolCalls, toolOutput]) ...
     assert current == [1, 3] * TURNS

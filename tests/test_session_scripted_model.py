@@ -453,3 +453,32 @@ async def test_the_complete_exchange_of_the_protocol_document_replays_field_by_f
         {k: step0["step"][k] for k in STEP_FIELDS},
         {k: step1["step"][k] for k in STEP_FIELDS},
     ]
+
+
+STYLES = {"native": {}, "envelope": {"style": "envelope"}}
+"""Scripted models playing a model with a tool-call API, and a text-only one (the envelope loop)."""
+
+
+@pytest.mark.parametrize("style", list(STYLES))
+@pytest.mark.parametrize("code", ["generation_failed", "busy", "rate_limited"])
+async def test_both_loops_retry_the_same_failures_within_max_attempts(client, style, code):
+    steps = ({"error": code}, {"text": "ok"})
+    with anyio.fail_after(5):
+        await create(client, "once", scripted(*steps, **STYLES[style]), options={"maxAttempts": 1})
+        err = await rpc_error(client, "session/respond", {"session": "once", "prompt": "hi"})
+        await create(client, "twice", scripted(*steps, **STYLES[style]))
+        result = await respond(client, "twice")
+    assert err.name == code
+    assert result["text"] == "ok"
+
+
+@pytest.mark.parametrize("style", list(STYLES))
+async def test_max_attempts_counts_every_call_of_a_failing_model_in_both_loops(client, style):
+    steps = ({"error": "busy"}, {"error": "busy"}, {"text": "ok"})
+    with anyio.fail_after(5):
+        await create(client, "two", scripted(*steps, **STYLES[style]), options={"maxAttempts": 2})
+        err = await rpc_error(client, "session/respond", {"session": "two", "prompt": "hi"})
+        await create(client, "three", scripted(*steps, **STYLES[style]), options={"maxAttempts": 3})
+        result = await respond(client, "three")
+    assert err.name == "busy"
+    assert result["text"] == "ok"

@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 
-from oamd.agent.loop import TurnSpec
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.prompt import turn_starts
 from oamd.agent.tools import ToolChoice, ToolOutput
+from oamd.agent.turn import TurnSettings, TurnSpec
 from oamd.backends.base import LanguageModel
 
 __all__ = ["DEFAULT_SUMMARY_INSTRUCTIONS", "CompactionPlan", "compact_history", "render_lines"]
@@ -59,7 +59,7 @@ class CompactionPlan:
             tools=[],
             policy=ToolPolicy(choice=ToolChoice("none"), max_rounds=0),
             prompt=self.prompt,
-            max_attempts=1,
+            settings=TurnSettings(max_attempts=1),
         )
 
 

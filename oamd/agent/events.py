@@ -8,7 +8,6 @@ from typing import Any
 from oamd.agent.tools import ToolOutput
 
 __all__ = [
-    "EmotionChosen",
     "PartialValue",
     "Step",
     "StepStarted",
@@ -89,12 +88,7 @@ class ToolCompleted:
     record: ToolRecord
 
 
-@dataclass(frozen=True, slots=True)
-class EmotionChosen:
-    emotion: str
-
-
-TurnEvent = StepStarted | TextUpdated | PartialValue | ToolStarted | ToolCompleted | EmotionChosen
+TurnEvent = StepStarted | TextUpdated | PartialValue | ToolStarted | ToolCompleted
 
 
 @dataclass
@@ -105,7 +99,6 @@ class TurnResult:
     records: list[ToolRecord] = field(default_factory=list)
     usage: TurnUsage = field(default_factory=TurnUsage)
     steps: list[Step] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
     entries: list[dict[str, Any]] = field(default_factory=list)
     """History entries the turn adds when it commits."""
 

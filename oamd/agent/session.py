@@ -1,7 +1,8 @@
 """Sessions: an agent with its own conversation, options, tools and turn queue; and their store.
 
 A session's history is a list of entries in oamd's transcript form (``prompt``, ``toolCalls``,
-``toolOutput``, ``response``); a turn adds its entries in one step when it commits.
+``toolOutput``, ``response``); a turn adds its entries in one step when it commits. A session
+builds its own turns' specs (``Session.turn_spec``); its options hold the turn settings whole.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from oamd.agent.history import History
 from oamd.agent.params import Params, shown
 from oamd.agent.policy import ToolPolicy, parse_policy_overrides
 from oamd.agent.queue import TurnQueue
+from oamd.agent.schema import CompiledSchema
 from oamd.agent.store import ObjectStore
 from oamd.agent.tools import ToolDefinition
+from oamd.agent.turn import DEFAULT_TURN_SETTINGS, TurnSettings, TurnSpec
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import InvalidParams, SessionExists, SessionLimit, SessionNotFound
 from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS, MAX_ID_CHARS, MAX_SESSIONS
@@ -53,16 +56,10 @@ OPTION_KEYS = (
 @dataclass(frozen=True)
 class SessionOptions:
     policy: ToolPolicy = ToolPolicy()
-    sampling: Sampling = Sampling()
     tool_timeout: float = DEFAULT_TOOL_TIMEOUT_SECONDS
     """Seconds the engine has to answer a ``tool/call``; 0 = forever."""
-    trim_history: bool = True
-    reserved_response_tokens: int = 1024
-    max_attempts: int = 2
-    user_label: str = "User"
-    assistant_label: str = "Assistant"
-    dedupe_tool_calls: bool = True
-    """Text-only models: an identical successful call repeated in a turn means "reply now"."""
+    turn: TurnSettings = DEFAULT_TURN_SETTINGS
+    """Sampling, ``maxAttempts``, trimming, the envelope labels and the dedupe rule."""
 
 
 def parse_sampling(p: Params, base: Sampling | None = None) -> Sampling:
@@ -111,20 +108,23 @@ def parse_session_options(
         return base, []
     warnings = p.unknown(OPTION_KEYS)
     policy = base.policy.with_overrides(parse_policy_overrides(p))
-    sampling = parse_sampling(p, base.sampling)
+    turn = base.turn
+    sampling = parse_sampling(p, turn.sampling)
     timeout = p.opt_seconds("toolTimeoutSeconds")
     options = SessionOptions(
         policy=policy,
-        sampling=sampling,
         tool_timeout=base.tool_timeout if timeout is None else timeout,
-        trim_history=p.opt_bool("trimHistory", base.trim_history),  # type: ignore[arg-type]
-        reserved_response_tokens=p.opt_int(
-            "reservedResponseTokens", base.reserved_response_tokens, minimum=0
-        ),  # type: ignore[arg-type]
-        max_attempts=p.opt_int("maxAttempts", base.max_attempts, minimum=1),  # type: ignore[arg-type]
-        user_label=p.opt_string("userLabel", base.user_label),  # type: ignore[arg-type]
-        assistant_label=p.opt_string("assistantLabel", base.assistant_label),  # type: ignore[arg-type]
-        dedupe_tool_calls=p.opt_bool("dedupeToolCalls", base.dedupe_tool_calls),  # type: ignore[arg-type]
+        turn=TurnSettings(
+            sampling=sampling,
+            trim_history=p.opt_bool("trimHistory", turn.trim_history),  # type: ignore[arg-type]
+            reserved_response_tokens=p.opt_int(
+                "reservedResponseTokens", turn.reserved_response_tokens, minimum=0
+            ),  # type: ignore[arg-type]
+            max_attempts=p.opt_int("maxAttempts", turn.max_attempts, minimum=1),  # type: ignore[arg-type]
+            user_label=p.opt_string("userLabel", turn.user_label),  # type: ignore[arg-type]
+            assistant_label=p.opt_string("assistantLabel", turn.assistant_label),  # type: ignore[arg-type]
+            dedupe_tool_calls=p.opt_bool("dedupeToolCalls", turn.dedupe_tool_calls),  # type: ignore[arg-type]
+        ),
     )
     return options, warnings
 
@@ -176,6 +176,35 @@ class Session:
 
     def tool(self, name: str) -> ToolDefinition | None:
         return next((t for t in self.tools if t.name == name), None)
+
+    def turn_spec(
+        self, prompt: str, overrides: dict[str, Any], schema: CompiledSchema | None
+    ) -> TurnSpec:
+        """The spec of a turn on this session as it stands now (call it when the turn starts).
+
+        Raises:
+            InvalidParams: ``toolChoice`` names a tool the session does not have.
+        """
+        policy = self.options.policy.with_overrides(overrides)
+        if policy.choice.mode == "tool" and self.tool(policy.choice.name or "") is None:
+            raise InvalidParams(
+                f"'toolChoice' names tool '{policy.choice.name}', which session '{self.id}' "
+                "does not have."
+            )
+        return TurnSpec(
+            model=self.model,
+            instructions=self.effective_instructions,
+            history=self.history,
+            tools=self.tools,
+            policy=policy,
+            prompt=prompt,
+            schema=schema,
+            settings=self.options.turn,
+            watch=self._show_progress,
+        )
+
+    def _show_progress(self, entries: list[dict[str, Any]]) -> None:
+        self.in_progress = entries
 
 
 class SessionStore(ObjectStore[Session]):

@@ -7,10 +7,10 @@ from typing import Any
 
 import orjson
 
-from oamd.agent.loop import TurnSpec
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.schema import CompiledSchema
 from oamd.agent.tools import ToolChoice, ToolDefinition
+from oamd.agent.turn import TurnSettings, TurnSpec
 from oamd.backends.base import LanguageModel, Sampling
 
 __all__ = ["ContentRequest"]
@@ -47,5 +47,5 @@ class ContentRequest:
             policy=ToolPolicy(choice=ToolChoice("auto" if self.tools else "none")),
             prompt=prompt,
             schema=self.schema,
-            sampling=self.sampling,
+            settings=TurnSettings(sampling=self.sampling),
         )

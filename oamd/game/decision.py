@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oamd.agent.events import TurnResult
-from oamd.agent.loop import TurnSpec
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.tools import ToolChoice, ToolDefinition
+from oamd.agent.turn import TurnSettings, TurnSpec
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import InvalidParams, ModelError
 from oamd.game.npc import render_value, sentence, text_list
@@ -160,7 +160,7 @@ class DecisionRequest:
             policy=ToolPolicy(choice=choice, max_rounds=self.max_tool_rounds),
             prompt=self.prompt(),
             schema=decision_schema(self.options),
-            sampling=self.sampling,
+            settings=TurnSettings(sampling=self.sampling),
         )
 
     def only_option(self) -> dict[str, Any] | None:

@@ -16,13 +16,13 @@ from typing import Any
 import orjson
 
 from oamd.agent.history import History
-from oamd.agent.loop import TurnSpec
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.queue import TurnQueue
 from oamd.agent.schema import compile_schema
 from oamd.agent.session import utc_now
 from oamd.agent.store import ObjectStore
 from oamd.agent.tools import ToolChoice, ToolDefinition, ToolOutput
+from oamd.agent.turn import TurnSettings, TurnSpec
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import InvalidParams, LimitReached, NpcExists, NpcNotFound
 from oamd.game.persona import Memory, NpcOptions, Persona, clamp_relationship
@@ -419,8 +419,10 @@ def bark_spec(npc: Npc, game_state: str | None, situation: Any) -> TurnSpec:
         tools=[],
         policy=ToolPolicy(choice=ToolChoice("none"), max_rounds=0),
         prompt=prompt,
-        sampling=Sampling(
-            temperature=npc.options.temperature, max_tokens=npc.options.barkMaximumTokens
+        settings=TurnSettings(
+            sampling=Sampling(
+                temperature=npc.options.temperature, max_tokens=npc.options.barkMaximumTokens
+            )
         ),
     )
 

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oamd.agent.events import PartialValue, TextUpdated, ToolRecord, TurnEvent, TurnUsage
-from oamd.agent.loop import ToolExecutor, TurnSpec, run_turn
 from oamd.agent.policy import ToolPolicy
+from oamd.agent.run import run_turn
 from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.tools import ToolChoice, ToolDefinition
+from oamd.agent.turn import ToolExecutor, TurnSettings, TurnSpec
 from oamd.backends.base import Sampling
 from oamd.errors import InvalidRequest, ModelError
 from oamd.game.npc import MemoryDraft, Npc, render_value
@@ -283,7 +284,9 @@ async def run_talk(
 ) -> TalkOutcome:
     """Runs the turn; raises ``ModelError`` when it fails and no fallback applies."""
     o = npc.options
-    sampling = Sampling(temperature=o.temperature, max_tokens=o.maximumResponseTokens)
+    settings = TurnSettings(
+        sampling=Sampling(temperature=o.temperature, max_tokens=o.maximumResponseTokens)
+    )
     structured = o.replyFormat in ("automatic", "structured")
     spec = TurnSpec(
         model=npc.model,
@@ -293,7 +296,7 @@ async def run_talk(
         policy=_policy(npc, tools, choice),
         prompt=prompt,
         schema=reply_schema(npc) if structured else None,
-        sampling=sampling,
+        settings=settings,
     )
     try:
         result = await run_turn(spec, emit, execute)
@@ -310,7 +313,7 @@ async def run_talk(
             tools=[],
             policy=ToolPolicy(choice=ToolChoice("none"), max_rounds=0),
             prompt=_retry_prompt(prompt, records),
-            sampling=sampling,
+            settings=settings,
             carried_records=records,
         )
         try:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from oamd.agent.loop import run_turn
 from oamd.agent.params import Params
+from oamd.agent.run import run_turn
 from oamd.agent.session import parse_sampling
 from oamd.agent.tools import parse_tools
 from oamd.errors import InvalidParams, ModelError

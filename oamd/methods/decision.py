@@ -7,8 +7,8 @@ from typing import Any
 import anyio
 
 from oamd.agent.events import TurnUsage
-from oamd.agent.loop import run_turn
 from oamd.agent.params import Params
+from oamd.agent.run import run_turn
 from oamd.agent.session import parse_sampling
 from oamd.agent.tools import parse_tool_choice, parse_tools
 from oamd.errors import InvalidParams, ModelError

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from oamd.agent.events import (
-    EmotionChosen,
     PartialValue,
     Step,
     StepStarted,
@@ -86,8 +85,6 @@ def encode_event(event: TurnEvent) -> dict[str, Any]:
         return {"type": "toolCallCompleted", "record": encode_record(event.record)}
     if type(event) is PartialValue:
         return {"type": "partial", "value": event.value}
-    if type(event) is EmotionChosen:
-        return {"type": "emotion", "emotion": event.emotion}
     raise TypeError(f"unknown event {event!r}")
 
 
@@ -100,9 +97,8 @@ def encode_turn(session: str, result: TurnResult, warnings: list[str]) -> dict[s
     out["toolCalls"] = [encode_record(r) for r in result.records]
     out["usage"] = encode_usage(result.usage)
     out["steps"] = [encode_step(s) for s in result.steps]
-    all_warnings = [*warnings, *result.warnings]
-    if all_warnings:
-        out["warnings"] = all_warnings
+    if warnings:
+        out["warnings"] = list(warnings)
     return out
 
 

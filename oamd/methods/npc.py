@@ -9,10 +9,10 @@ from oamd.agent.compaction import CompactionPlan, render_lines
 from oamd.agent.envelope import warm_up
 from oamd.agent.events import ToolCompleted, ToolStarted
 from oamd.agent.history import History
-from oamd.agent.loop import run_turn
 from oamd.agent.params import Params
 from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
+from oamd.agent.run import run_turn
 from oamd.agent.session import check_object_id
 from oamd.agent.tools import parse_tool_choice, parse_tools, tool_count_warning
 from oamd.agent.transcript import export_transcript, import_transcript

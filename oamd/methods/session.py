@@ -7,10 +7,10 @@ from typing import Any
 from oamd.agent.compaction import compact_history
 from oamd.agent.envelope import warm_up
 from oamd.agent.history import History
-from oamd.agent.loop import TurnSpec, run_turn
 from oamd.agent.params import Params
 from oamd.agent.policy import parse_policy_overrides
 from oamd.agent.queue import Operation
+from oamd.agent.run import run_turn
 from oamd.agent.session import Session, SessionOptions, check_object_id, parse_session_options
 from oamd.agent.tools import RESPOND_DIRECTLY, parse_tools, tool_count_warning
 from oamd.agent.transcript import export_transcript, import_transcript
@@ -123,8 +123,8 @@ def _warm(req: Request, session: Session) -> None:
             session.model,
             session.effective_instructions,
             session.tools,
-            user_label=session.options.user_label,
-            assistant_label=session.options.assistant_label,
+            user_label=session.options.turn.user_label,
+            assistant_label=session.options.turn.assistant_label,
         )
 
     req.conn.start_deferred(None, work, respond=False)
@@ -151,29 +151,7 @@ def respond(req: Request) -> Deferred:
     )
 
     async def work(op: Operation) -> dict[str, Any]:
-        policy = session.options.policy.with_overrides(overrides)
-        if policy.choice.mode == "tool" and session.tool(policy.choice.name or "") is None:
-            raise InvalidParams(
-                f"'toolChoice' names tool '{policy.choice.name}', which session '{session.id}' "
-                "does not have."
-            )
-        spec = TurnSpec(
-            model=session.model,
-            instructions=session.effective_instructions,
-            history=session.history,
-            tools=session.tools,
-            policy=policy,
-            prompt=prompt,
-            schema=schema,
-            sampling=session.options.sampling,
-            max_attempts=session.options.max_attempts,
-            trim_history=session.options.trim_history,
-            reserved_response_tokens=session.options.reserved_response_tokens,
-            watch=lambda entries: setattr(session, "in_progress", entries),
-            user_label=session.options.user_label,
-            assistant_label=session.options.assistant_label,
-            dedupe_tool_calls=session.options.dedupe_tool_calls,
-        )
+        spec = session.turn_spec(prompt, overrides, schema)
         try:
             result = await run_turn(spec, driver.emit, driver.execute)
             op.commit()

@@ -4,7 +4,7 @@ It owns the reader (single quotes, unquoted keys, ``=`` for ``:``, comments, str
 literals, copied ``| "b"`` unions, and in partial mode truncated input closed) and the extraction
 of the first JSON object or array from prose and code fences. Only ``parse_lenient`` raises
 (``LenientJsonError``); the extraction functions return ``None`` when nothing parses. Reading the
-value as an envelope or as tool arguments is left to ``oamd.agent._lenient``.
+value as an envelope or as tool arguments is left to ``oamd.agent.envelope._parser``.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 It owns reading an answer as ``Respond``, ``Call(tool, candidates)`` or ``Invalid(problem)``
 (wrappers, action and argument key synonyms, tool names matched ignoring case and separators,
 respond synonyms, a bare action word), the argument candidates of a toolArguments answer, choosing
-the first candidate that validates after ``CompiledSchema.coerce``, and the canonical encoder.
-It never raises on model output; the JSON reading itself is ``oamd.agent._lenient_json``'s.
+the first candidate ``CompiledSchema.accept`` takes, and the canonical encoder.
+It never raises on model output; the JSON reading itself is ``oamd.agent.envelope._json_reader``'s.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from oamd.agent._lenient_json import first_value, json_candidates
+from oamd.agent.envelope._json_reader import first_value, json_candidates
 from oamd.agent.schema import CompiledSchema
 
 __all__ = [
@@ -356,12 +356,11 @@ def choose_arguments(
     is valid, the first candidate coerced and the problem to quote in the repair."""
     first: tuple[Any, list[str]] | None = None
     for candidate in candidates:
-        coerced = schema.coerce(candidate)
-        problems = schema.validate(coerced)
+        accepted, problems = schema.accept(candidate)
         if not problems:
-            return schema.order(coerced), None
+            return accepted, None
         if first is None:
-            first = (coerced, problems)
+            first = (accepted, problems)
     assert first is not None, "there is always at least one candidate"
     coerced, problems = first
     arguments = coerced if isinstance(coerced, dict) else {}

@@ -1,10 +1,9 @@
 """One model step of the envelope loop: the stream read, stopped early, counted, and retried.
 
-It owns the retry policy of a single step (``generation_failed`` and ``busy`` always,
-``rate_limited`` when it asks for at most ``MAX_RETRY_AFTER_SECONDS``, guardrail violations only
-when asked; three attempts, 300 ms then 600 ms, through the caller's ``sleep``), stopping once a
-complete JSON value has arrived, the usage (reported, else estimated) and the structured partial
-values. A retry repeats the model call only: tools and the rest of the turn are the loop's.
+It owns reading a single step: retried as the turn's ``RetryPolicy`` says (through the caller's
+``sleep``), stopped once a complete JSON value has arrived, its usage (reported, else estimated)
+and the structured partial values. A retry repeats the model call only: tools and the rest of the
+turn are the loop's.
 """
 
 from __future__ import annotations
@@ -12,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from oamd.agent._lenient_json import has_complete_value, streaming_value
+from oamd.agent.envelope._json_reader import has_complete_value, streaming_value
 from oamd.agent.events import PartialValue, TurnEvent, TurnUsage
+from oamd.agent.turn import RetryPolicy
 from oamd.backends.base import (
     GenerationRequest,
     LanguageModel,
@@ -21,24 +21,8 @@ from oamd.backends.base import (
     Usage,
     estimate_tokens,
 )
-from oamd.errors import ModelError
 
-__all__ = [
-    "MAX_RETRY_AFTER_SECONDS",
-    "RETRY_ATTEMPTS",
-    "RETRY_FIRST_WAIT_SECONDS",
-    "PartialEmitter",
-    "run_model_step",
-]
-
-RETRY_ATTEMPTS = 3
-"""Attempts of one model step that fails with a transient error."""
-
-RETRY_FIRST_WAIT_SECONDS = 0.3
-"""The wait before the first retry; it doubles for each retry after it."""
-
-MAX_RETRY_AFTER_SECONDS = 5.0
-"""A ``rate_limited`` error asking for a longer wait than this is not retried."""
+__all__ = ["PartialEmitter", "run_model_step"]
 
 PARTIAL_EVERY_CHARS = 32
 """Within a long string value the partial value is re-read at most this often (re-reading on
@@ -47,21 +31,13 @@ every token would cost quadratic time); a value boundary always re-reads it."""
 _VALUE_BOUNDARIES = frozenset('",}]')
 
 
-def _retryable(error: ModelError, retry_guardrail: bool) -> bool:
-    if error.name in ("generation_failed", "busy"):
-        return True
-    if error.name == "rate_limited":
-        return error.retry_after is None or error.retry_after <= MAX_RETRY_AFTER_SECONDS
-    return error.name == "guardrail_violation" and retry_guardrail
-
-
 async def run_model_step(
     model: LanguageModel,
     request: GenerationRequest,
     usage: TurnUsage,
+    retry: RetryPolicy,
     sleep: Callable[[float], Awaitable[None]],
     *,
-    retry_guardrail: bool = False,
     on_text: Callable[[str], None] | None = None,
     on_retry: Callable[[], None] | None = None,
     stop_early: bool = False,
@@ -72,22 +48,12 @@ async def run_model_step(
     array, with ``arrays``).
 
     Raises:
-        ModelError: the model failed, and the failure is not retried or the attempts ran out.
+        ModelError: the model failed, and ``retry`` does not retry the failure or the attempts
+            ran out.
     """
-    wait = RETRY_FIRST_WAIT_SECONDS
-    attempt = 1
-    while True:
-        try:
-            return await _read(model, request, usage, on_text, stop_early, arrays)
-        except ModelError as error:
-            if attempt >= RETRY_ATTEMPTS or not _retryable(error, retry_guardrail):
-                raise
-            # retry_after only ever lengthens the wait; the backoff doubles regardless
-            await sleep(wait if error.retry_after is None else max(error.retry_after, wait))
-            wait *= 2
-            attempt += 1
-            if on_retry is not None:
-                on_retry()
+    return await retry.run(
+        lambda: _read(model, request, usage, on_text, stop_early, arrays), sleep, on_retry=on_retry
+    )
 
 
 async def _read(

@@ -2,20 +2,18 @@
 
 Each model step offers the tools the policy allows (Apple's semantics: ``required``/``{tool}``
 steer only the first step, budgets then disable tools so the model answers). Several calls of one
-step run in parallel; records and ``toolOutput`` entries are kept in completion order. Transient
-model failures retry the whole attempt (``maxAttempts``) only while no tool has run. Nothing here
-touches the session: the turn's entries come back in ``TurnResult.entries`` for the caller to
-commit.
+step run in parallel; records and ``toolOutput`` entries are kept in completion order. A failure
+the turn's ``RetryPolicy`` retries repeats the whole attempt, only while no tool has run. Nothing
+here touches the session: the turn's entries come back in ``TurnResult.entries`` for the caller
+to commit. Choosing this loop over the envelope loop is ``oamd.agent.run``'s.
 """
 
 from __future__ import annotations
 
-import secrets
-import string
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import orjson
@@ -33,21 +31,17 @@ from oamd.agent.events import (
     TurnResult,
     TurnUsage,
 )
-from oamd.agent.history import History
-from oamd.agent.policy import ToolPolicy
 from oamd.agent.prompt import entries_to_messages, history_window, message_tokens
-from oamd.agent.schema import CompiledSchema
 from oamd.agent.tools import (
     RESPOND_DIRECTLY,
     RESPOND_DIRECTLY_DESCRIPTION,
     ToolDefinition,
     ToolOutput,
 )
+from oamd.agent.turn import ToolExecutor, TurnSpec, new_call_id
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
-    LanguageModel,
-    Sampling,
     TextDelta,
     ToolCallRequest,
     ToolSpec,
@@ -57,106 +51,33 @@ from oamd.backends.base import (
 from oamd.errors import ModelError
 from oamd.jsonvalue import JsonTextError, loads_embedded
 
-__all__ = ["ToolExecutor", "TurnSpec", "new_call_id", "run_turn"]
+__all__ = ["run_native_turn"]
 
 BUDGET_EXHAUSTED = (
     "The tool budget for this turn is used up. Answer with the information you already have."
 )
-RETRY_BASE_SECONDS = 0.3
-MAX_RETRY_WAIT_SECONDS = 5.0
 EXTRA_STEPS = 8
 """Steps a model may take after tools are disabled before the turn fails (a runaway guard)."""
 
-_ID_ALPHABET = string.ascii_letters + string.digits
-_ID_TABLE = bytes(ord(_ID_ALPHABET[b % len(_ID_ALPHABET)]) for b in range(256))
-"""Random bytes → id characters in one ``translate`` (24 ``secrets.choice`` calls cost a turn
-3 % of its time)."""
 
-
-def new_call_id() -> str:
-    """``call_`` + 24 letters and digits, as Apple's ids look."""
-    return "call_" + secrets.token_bytes(24).translate(_ID_TABLE).decode("ascii")
-
-
-class ToolExecutor(Protocol):
-    """Runs one client tool call (``tool/call`` through the connection). Returns the output and
-    an optional follow-up to run right after the call's ``toolCallCompleted`` event."""
-
-    async def __call__(
-        self, call: ToolCall, tool: ToolDefinition
-    ) -> tuple[ToolOutput, Callable[[], None] | None]: ...
-
-
-@dataclass
-class TurnSpec:
-    """Everything one turn needs, gathered when it starts."""
-
-    model: LanguageModel
-    instructions: str | None
-    tools: Sequence[ToolDefinition]
-    policy: ToolPolicy
-    prompt: str
-    history: History = field(default_factory=History)
-    """The committed conversation; the turn sends its window (``agent.history``)."""
-    schema: CompiledSchema | None = None
-    sampling: Sampling = field(default_factory=Sampling)
-    max_attempts: int = 2
-    trim_history: bool = True
-    reserved_response_tokens: int = 1024
-    user_label: str = "User"
-    """Envelope loop: how the user's lines are labelled in the conversation the model reads."""
-    assistant_label: str = "Assistant"
-    """Envelope loop: how the model's own lines are labelled."""
-    dedupe_tool_calls: bool = True
-    """Envelope loop: a repeated identical successful call means the model should reply now."""
-    retry_guardrail_violations: bool = False
-    """Envelope loop: whether a model step that trips the guardrails is retried."""
-    carried_entries: Sequence[dict[str, Any]] = ()
-    """Entries of this turn gathered by an earlier failed run (tool calls and outputs) that the
-    model sees again and the result keeps."""
-    carried_records: Sequence[ToolRecord] = ()
-    """Tool records of an earlier failed run that the result keeps (the NPC's text retry)."""
-    watch: Callable[[list[dict[str, Any]]], None] | None = None
-    """Receives the live list of this attempt's entries (``session/transcript`` shows a running
-    turn's progress); the list grows as the turn runs and is not committed by being watched."""
-
-
-async def run_turn(
+async def run_native_turn(
     spec: TurnSpec,
     emit: Callable[[TurnEvent], None],
     execute: ToolExecutor,
-    sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+    sleep: Callable[[float], Awaitable[None]],
 ) -> TurnResult:
-    """Runs the turn; raises ``ModelError`` when it fails. Retries transient failures.
+    """Runs the turn on a model with a tool-call API.
 
-    Models without a tool-call API run the envelope loop (``oamd.agent.envelope``) instead."""
-    # the loop, the JSON constraint and the context budget all read the capabilities: a turn
-    # planned before a server was probed would run on guesses (unconstrained JSON on llama.cpp)
-    await spec.model.settle_capabilities()
-    if not spec.model.capabilities.native_tools:
-        return await _run_envelope_turn(spec, emit, execute, sleep)
+    Raises:
+        ModelError: the model failed, and the turn's ``RetryPolicy`` does not retry the failure,
+            its attempts ran out, or a tool has already run.
+    """
     state = _TurnState()
-    attempt = 0
-    while True:
-        attempt += 1
-        try:
-            return await _attempt(spec, emit, execute, state)
-        except ModelError as exc:
-            wait = _retry_wait(exc, attempt)
-            if wait is None or attempt >= spec.max_attempts or state.tool_ran:
-                raise
-            await sleep(wait)
-
-
-def _retry_wait(exc: ModelError, attempt: int) -> float | None:
-    if exc.name == "generation_failed":
-        return RETRY_BASE_SECONDS * 2 ** (attempt - 1)
-    if exc.name == "rate_limited":
-        if exc.retry_after is None:
-            return RETRY_BASE_SECONDS * 2 ** (attempt - 1)
-        if exc.retry_after < MAX_RETRY_WAIT_SECONDS:
-            return exc.retry_after
-    return None
+    return await spec.settings.retry.run(
+        lambda: _attempt(spec, emit, execute, state),
+        sleep,
+        may_retry=lambda: not state.tool_ran,
+    )
 
 
 @dataclass
@@ -176,15 +97,14 @@ def _system_message(spec: TurnSpec) -> list[ChatMessage]:
 async def _attempt(
     spec: TurnSpec, emit: Callable[[TurnEvent], None], execute: ToolExecutor, state: _TurnState
 ) -> TurnResult:
-    entries: list[dict[str, Any]] = [{"kind": "prompt", "text": spec.prompt}, *spec.carried_entries]
+    entries: list[dict[str, Any]] = [{"kind": "prompt", "text": spec.prompt}]
     records: list[ToolRecord] = list(spec.carried_records)
     if spec.watch is not None:
         spec.watch(entries)
     try:
         return await _steps(spec, emit, execute, state, entries, records)
     except ModelError as exc:
-        exc.turn_entries = entries[1:]  # what the failed run gathered, for a caller's retry
-        exc.turn_records = records
+        exc.turn_records = records  # what the failed run gathered, for a caller's retry
         raise
 
 
@@ -224,7 +144,7 @@ async def _steps(
             tools=specs,
             tool_mode=_tool_mode(plan.mode, spec, rounds),
             schema=spec.schema.generation if spec.schema else None,
-            sampling=spec.sampling,
+            sampling=spec.settings.sampling,
             kind="structured" if spec.schema else "answer",
             estimated_input_tokens=fixed_tokens + message_tokens(current),
         )
@@ -264,9 +184,9 @@ async def _steps(
 def _fit_history(spec: TurnSpec) -> tuple[list[ChatMessage], int, int]:
     """The history messages this turn sends (each turn converted once in its life), their
     estimated tokens, and how many entries were trimmed before them."""
-    budget = spec.model.capabilities.context_size - spec.reserved_response_tokens
+    budget = spec.model.capabilities.context_size - spec.settings.reserved_response_tokens
     fixed = estimate_tokens(spec.instructions or "") + estimate_tokens(spec.prompt) + 16
-    window = history_window(spec.history, fixed, budget, trim=spec.trim_history)
+    window = history_window(spec.history, fixed, budget, trim=spec.settings.trim_history)
     return window.items, window.tokens, window.trimmed
 
 
@@ -335,16 +255,16 @@ def _finish(
         value = _try_json(text)
         if value is _INCOMPLETE:
             raise ModelError("generation_failed", "The model's answer is not valid JSON.")
-        value = spec.schema.coerce(value)
-        problems = spec.schema.validate(value)
-        # a backend that constrains decoding is trusted (as FoundationModels is): its answers
-        # pass as generated; from any other backend a mismatch fails the turn
-        if problems and not spec.model.capabilities.constrained_json:
-            raise ModelError(
-                "generation_failed",
-                "The model's answer does not match the schema: " + "; ".join(problems[:3]),
-            )
-        value = spec.schema.order(value)
+        value, problems = spec.schema.accept(value)
+        if problems:
+            # a backend that constrains decoding is trusted (as FoundationModels is): its answers
+            # pass as generated; from any other backend a mismatch fails the turn
+            if not spec.model.capabilities.constrained_json:
+                raise ModelError(
+                    "generation_failed",
+                    "The model's answer does not match the schema: " + "; ".join(problems[:3]),
+                )
+            value = spec.schema.order(value)
         result.structured = value
         result.has_structured = True
         result.text = orjson.dumps(value).decode()
@@ -406,14 +326,3 @@ async def _run_calls(
     async with anyio.create_task_group() as tg:
         for call, tool in runnable:
             tg.start_soon(run_one, call, tool)
-
-
-async def _run_envelope_turn(
-    spec: TurnSpec,
-    emit: Callable[[TurnEvent], None],
-    execute: ToolExecutor,
-    sleep: Callable[[float], Awaitable[None]],
-) -> TurnResult:
-    from oamd.agent.envelope import run_envelope_turn  # the envelope loop builds on this module
-
-    return await run_envelope_turn(spec, emit, execute, sleep)

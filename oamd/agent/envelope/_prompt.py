@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from oamd.agent._schema_text import envelope_example, render_fields, render_inline
 from oamd.agent.history import History, Window
+from oamd.agent.schema import envelope_example, render_fields, render_inline
 from oamd.agent.tools import ToolDefinition, ToolOutput
 from oamd.backends.base import estimate_tokens
 

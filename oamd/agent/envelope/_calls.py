@@ -13,11 +13,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from oamd.agent._envelope_prompt import Labels, entry_lines, tool_line
-from oamd.agent._lenient import call_key
+from oamd.agent.envelope._parser import call_key
+from oamd.agent.envelope._prompt import Labels, tool_line
 from oamd.agent.events import ToolCall, ToolCompleted, ToolRecord, ToolStarted, TurnEvent
-from oamd.agent.loop import ToolExecutor, new_call_id
 from oamd.agent.tools import ToolDefinition, ToolOutput
+from oamd.agent.turn import ToolExecutor, new_call_id
 
 __all__ = ["TurnCalls"]
 
@@ -26,7 +26,6 @@ class TurnCalls:
     def __init__(
         self,
         entries: list[dict[str, Any]],
-        carried_entries: Sequence[dict[str, Any]],
         carried_records: Sequence[ToolRecord],
         labels: Labels,
         emit: Callable[[TurnEvent], None],
@@ -35,13 +34,9 @@ class TurnCalls:
         self.entries = entries
         """The turn's entries, shared with the loop; calls and outputs are appended here."""
         self.records = list(carried_records)
-        self.lines = entry_lines(carried_entries, labels)
+        self.lines: list[str] = []
         """``[tool {args} → output]`` per output, as the model reads them."""
-        self.outputs = [
-            ToolOutput(e["outputKind"], e["output"]).model_text
-            for e in carried_entries
-            if e.get("kind") == "toolOutput"
-        ]
+        self.outputs: list[str] = []
         self._emit = emit
         self._execute = execute
         self._succeeded = {

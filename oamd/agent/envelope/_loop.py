@@ -1,13 +1,14 @@
-"""The envelope tool loop: one turn of a session on a text-only model (no tool-call API).
+"""The envelope loop itself: one turn of a session on a text-only model (no tool-call API).
 
 A decide step answers with ``{"action": "<tool>" | "respond", "arguments": {…}}``, read leniently,
 its arguments coerced and validated against the tool's schema, with one repair that quotes the
 problem; each round makes one call; an identical successful call made again means "reply now"
 (unless ``dedupe_tool_calls`` is off); the round and call budgets then force the reply, a respond
 step (streamed and cleaned) or a structured step (JSON, one repair). Where the backend constrains
-decoding, decide, toolArguments and structured steps carry the schema to decode with. A transient
-model failure retries that one step, never a tool, waiting through the injected ``sleep``. The
-events, records and entries have the native loop's shapes; the caller commits the entries.
+decoding, decide, toolArguments and structured steps carry the schema to decode with. A failure
+the turn's ``RetryPolicy`` retries repeats that one model step, never a tool, waiting through the
+injected ``sleep``. The events, records and entries have the native loop's shapes; the caller
+commits the entries.
 """
 
 from __future__ import annotations
@@ -18,7 +19,24 @@ from typing import Any
 
 import orjson
 
-from oamd.agent._envelope_prompt import (
+from oamd.agent.envelope._calls import TurnCalls
+from oamd.agent.envelope._json_reader import (
+    LenientJsonError,
+    first_value,
+    json_candidates,
+    parse_lenient,
+)
+from oamd.agent.envelope._model_step import PartialEmitter, run_model_step
+from oamd.agent.envelope._parser import (
+    NOT_AN_OBJECT,
+    Invalid,
+    Respond,
+    argument_candidates,
+    choose_arguments,
+    join_problems,
+    parse_envelope,
+)
+from oamd.agent.envelope._prompt import (
     Labels,
     Repair,
     arguments_task,
@@ -32,19 +50,7 @@ from oamd.agent._envelope_prompt import (
     structured_task,
     system_text,
 )
-from oamd.agent._lenient import (
-    NOT_AN_OBJECT,
-    Invalid,
-    Respond,
-    argument_candidates,
-    choose_arguments,
-    join_problems,
-    parse_envelope,
-)
-from oamd.agent._lenient_json import LenientJsonError, first_value, json_candidates, parse_lenient
-from oamd.agent._model_step import PartialEmitter, run_model_step
-from oamd.agent._reply import ReplyCleaner, ReplyDisplay
-from oamd.agent._turn_calls import TurnCalls
+from oamd.agent.envelope._reply import ReplyCleaner, ReplyDisplay
 from oamd.agent.events import (
     PartialValue,
     Step,
@@ -53,8 +59,8 @@ from oamd.agent.events import (
     TurnResult,
     TurnUsage,
 )
-from oamd.agent.loop import ToolExecutor, TurnSpec
 from oamd.agent.tools import ToolDefinition
+from oamd.agent.turn import ToolExecutor, TurnSpec
 from oamd.backends.base import ChatMessage, GenerationRequest, LanguageModel, TurnSnapshot
 from oamd.errors import InvalidRequest, ModelError
 
@@ -138,19 +144,15 @@ class _EnvelopeTurn:
         self.spec = spec
         self.emit = emit
         self.sleep = sleep
-        self.labels = Labels(spec.user_label, spec.assistant_label)
+        self.settings = spec.settings
+        self.labels = Labels(spec.settings.user_label, spec.settings.assistant_label)
         self.system = system_text(spec.instructions, spec.tools, self.labels)
         self.by_name = {t.name: t for t in spec.tools}
         self.constrained = spec.model.capabilities.constrained_json
-        self.entries: list[dict[str, Any]] = [
-            {"kind": "prompt", "text": spec.prompt},
-            *spec.carried_entries,
-        ]
+        self.entries: list[dict[str, Any]] = [{"kind": "prompt", "text": spec.prompt}]
         if spec.watch is not None:
             spec.watch(self.entries)
-        self.calls = TurnCalls(
-            self.entries, spec.carried_entries, spec.carried_records, self.labels, emit, execute
-        )
+        self.calls = TurnCalls(self.entries, spec.carried_records, self.labels, emit, execute)
         self.steps: list[Step] = []
         self.usage = TurnUsage()
         self.rounds = 0
@@ -163,8 +165,7 @@ class _EnvelopeTurn:
         try:
             return await self._run()
         except ModelError as error:
-            error.turn_entries = self.entries[1:]  # what the failed run gathered, for a retry
-            error.turn_records = self.calls.records
+            error.turn_records = self.calls.records  # what the failed run gathered, for a retry
             raise
 
     async def _run(self) -> TurnResult:
@@ -240,7 +241,7 @@ class _EnvelopeTurn:
                 tool = self.by_name[decision.tool]
                 arguments, problem = choose_arguments(tool.name, tool.schema, decision.candidates)
                 if problem is None:
-                    if self.spec.dedupe_tool_calls and self.calls.repeats(tool, arguments):
+                    if self.settings.dedupe_tool_calls and self.calls.repeats(tool, arguments):
                         return Respond()  # the same call again: the model has what it needs
                     return _Chosen(tool, arguments)
                 failure = _Failed(tool, arguments, problem)
@@ -305,10 +306,8 @@ class _EnvelopeTurn:
             text = await self._generate(request, on_text=partials, stop_early=True, arrays=arrays)
             value = _extract(text, arrays, scalar=_is_scalar(schema.generation))
             if value is not _NOTHING:
-                value = schema.coerce(value)
-                problems = schema.validate(value)
+                ordered, problems = schema.accept(value)
                 if not problems:
-                    ordered = schema.order(value)
                     self.emit(PartialValue(ordered))
                     compact = orjson.dumps(ordered).decode()
                     self.entries.append(
@@ -351,13 +350,13 @@ class _EnvelopeTurn:
             )
 
         window = history_window(self.spec.history, self.labels)
-        if self.spec.trim_history:
+        if self.settings.trim_history:
             capabilities = self.spec.model.capabilities
-            budget = capabilities.context_size - self.spec.reserved_response_tokens
+            budget = capabilities.context_size - self.settings.reserved_response_tokens
             await fit_window(window, self.system, render([]), budget, self._count)
         messages = [ChatMessage("system", self.system)] if self.system else []
         messages.append(ChatMessage("user", render(window.items)))
-        sampling = self.spec.sampling
+        sampling = self.settings.sampling
         if kind in (DECIDE, TOOL_ARGUMENTS):
             sampling = replace(
                 sampling, temperature=DECISION_TEMPERATURE, max_tokens=DECISION_MAX_TOKENS
@@ -378,8 +377,8 @@ class _EnvelopeTurn:
             self.spec.model,
             request,
             self.usage,
+            self.settings.retry,
             self.sleep,
-            retry_guardrail=self.spec.retry_guardrail_violations,
             **options,
         )
 

@@ -1,37 +1,24 @@
-"""The JSON Schema engine: turns a caller's schema into the generation schema the daemon generates with.
+"""The schema converter: a caller's JSON Schema → the self-contained generation schema.
 
-It owns compiling (the supported subset of protocol §9, the same as Apple's ``SchemaConverter`` in the
-open-apple-models bridge), the warnings for what cannot be enforced, the ``InvalidSchema`` errors for
-what cannot be used, and the compile cache. Checking, repairing and ordering model output against the
-result is delegated to ``oamd.agent._schema_coerce``; rendering the schema into a prompt and
-constraining decoding are left to the agent loop and the backends, which read ``generation``.
+It owns walking the supported subset of protocol §9 (types, enums, consts, unions, ``allOf``
+merges, local references as ``$defs``), closing objects with ``x-order``, spelling unenforced
+constraints out in ``description`` with a warning, and the ``SchemaError`` (a JSON pointer and a
+reason) for what cannot be used. Caching and the public ``CompiledSchema`` are
+``oamd.agent.schema``'s.
 """
 
 from __future__ import annotations
 
-__all__ = ["EMPTY_OBJECT_SCHEMA", "CompiledSchema", "compile_schema"]
-
 import json
 import math
 import re
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
-from oamd.agent._schema_coerce import coerce_value, order_value, validate_value
-from oamd.errors import InvalidSchema
-from oamd.jsonvalue import JsonTextError, loads_embedded
-
-EMPTY_OBJECT_SCHEMA: dict = {"type": "object", "properties": {}}
-"""The parameters of a tool with no arguments."""
+__all__ = ["Converter", "SchemaError"]
 
 _MAX_DEPTH = 32
 """Deepest nesting (objects, arrays, unions, ``$ref`` hops) accepted, as in ``SchemaConverter``."""
-
-_CACHE_SIZE = 256
-"""Compiled schemas kept; a turn reuses its structured-output and tool schemas."""
 
 _MAX_EXACT_INT = 2**53
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
@@ -42,82 +29,7 @@ _OBJECT_NOTES = ("minProperties", "maxProperties", "patternProperties", "depende
 _NULL = {"type": "null"}
 
 
-@dataclass(frozen=True)
-class CompiledSchema:
-    """A compiled schema. Shared through the cache: treat every member as read-only.
-
-    ``generation`` is self-contained JSON Schema: objects that declare properties are closed
-    (``additionalProperties: false``) and carry ``x-order``; recursive or shared object and union
-    definitions sit under ``$defs``; constraints that are not enforced are spelled out in
-    ``description``.
-    """
-
-    source: dict
-    generation: dict
-    warnings: list[str] = field(default_factory=list)
-
-    def validate(self, value: Any) -> list[str]:
-        """Problems of ``value`` as ``"$.a[0]: message"``, [] when it matches the generation schema."""
-        return validate_value(value, self.generation, self.generation)
-
-    def coerce(self, value: Any) -> Any:
-        """Repairs near misses (numeric strings, enum spelling, key spelling…); never raises."""
-        return coerce_value(value, self.generation, self.generation)
-
-    def order(self, value: Any) -> Any:
-        """Returns ``value`` with object keys in schema property order (unknown keys last)."""
-        return order_value(value, self.generation, self.generation)
-
-
-def compile_schema(schema: Any, path: str = "schema") -> CompiledSchema:
-    """Compiles a schema given as a dict or as JSON text holding an object.
-
-    ``path`` names the parameter in errors (``'schema'``, ``'tools[0].parameters'``).
-
-    Raises:
-        InvalidSchema: the schema cannot be used; ``data.path`` and ``data.schemaPath`` locate it.
-    """
-    try:
-        return _compile_text(_canonical(schema))
-    except _SchemaError as exc:
-        raise InvalidSchema(
-            f"{path}: {exc.reason} (at {exc.pointer})", path=path, schemaPath=exc.pointer
-        ) from None
-
-
-def _canonical(schema: Any) -> bytes | str:
-    """The JSON text of a schema object, in document order: property order is part of its meaning."""
-    if isinstance(schema, str):
-        try:
-            schema = loads_embedded(schema)
-        except JsonTextError:
-            schema = None
-    if isinstance(schema, dict):
-        try:
-            return orjson.dumps(schema)
-        except TypeError:  # integers past 64 bits, deep nesting, non-string keys
-            pass
-        try:
-            return json.dumps(schema, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError, RecursionError):
-            pass
-    raise _SchemaError("#", "expected a schema object")
-
-
-@lru_cache(maxsize=_CACHE_SIZE)
-def _compile_text(text: bytes | str) -> CompiledSchema:
-    return _compile(orjson.loads(text) if isinstance(text, bytes) else json.loads(text))
-
-
-def _compile(source: dict) -> CompiledSchema:
-    converter = _Converter(source)
-    generation = converter.build(source, "#").schema
-    if converter.defs:
-        generation = {**generation, "$defs": converter.defs}
-    return CompiledSchema(source, generation, converter.warnings)
-
-
-class _SchemaError(Exception):
+class SchemaError(Exception):
     def __init__(self, pointer: str, reason: str) -> None:
         super().__init__(reason)
         self.pointer = pointer
@@ -204,7 +116,7 @@ def _is_null_choice(choice: Any) -> bool:
     )
 
 
-class _Converter:
+class Converter:
     """One compilation: walks the caller's schema once, in document order."""
 
     def __init__(self, root: dict) -> None:
@@ -223,14 +135,14 @@ class _Converter:
         self._depth += 1
         try:
             if self._depth > _MAX_DEPTH:
-                raise _SchemaError(
+                raise SchemaError(
                     path, f"the schema nests or references more than {_MAX_DEPTH} levels deep"
                 )
             if not isinstance(node, dict):
                 if node is True:
                     self.warn(path, "unconstrained schema `true` is generated as a string")
                     return _Built({"type": "string"})
-                raise _SchemaError(path, "expected a schema object")
+                raise SchemaError(path, "expected a schema object")
             built = self._dispatch(node, path)
             if built.nullable:
                 built.schema = _with_null(built.schema)
@@ -257,7 +169,7 @@ class _Converter:
                 _with_description({"type": kind}, description), nullable or kind == "null"
             )
         if kind not in ("object", "array", "string", "integer", "number"):
-            raise _SchemaError(path, f"unsupported type '{kind}'")
+            raise SchemaError(path, f"unsupported type '{kind}'")
         return _Built(getattr(self, "_" + kind)(node, path), nullable)
 
     def _resolve_type(self, node: dict, path: str) -> tuple[str, bool]:
@@ -267,7 +179,7 @@ class _Converter:
         elif isinstance(declared, list):
             types = [t for t in declared if isinstance(t, str)]
         elif declared is not ...:
-            raise _SchemaError(path, "invalid 'type'")
+            raise SchemaError(path, "invalid 'type'")
         elif "properties" in node:
             types = ["object"]
         elif "items" in node:
@@ -457,7 +369,7 @@ class _Converter:
             if isinstance(part, dict) and isinstance(part.get("$ref"), str):
                 resolved = self._pointer(part["$ref"], path)
             if not isinstance(resolved, dict):
-                raise _SchemaError(f"{path}/allOf/{index}", "expected a schema object")
+                raise SchemaError(f"{path}/allOf/{index}", "expected a schema object")
             if isinstance(resolved.get("properties"), dict):
                 properties.update(resolved["properties"])
             if isinstance(resolved.get("required"), list):
@@ -476,12 +388,12 @@ class _Converter:
         recursive = f"recursive $ref '{ref}' must point to an object or union schema"
         if ref == "#":
             if not _is_named(self.root):
-                raise _SchemaError(path, recursive)
+                raise SchemaError(path, recursive)
             return _Built(_with_description({"$ref": "#"}, description))
         target = self._pointer(ref, path)
         if not _is_named(target):  # strings, numbers and arrays are inlined at each use
             if ref in self._inlining:
-                raise _SchemaError(path, recursive)
+                raise SchemaError(path, recursive)
             self._inlining.add(ref)
             try:
                 built = self.build(target, ref)
@@ -503,7 +415,7 @@ class _Converter:
 
     def _pointer(self, ref: str, path: str) -> Any:
         if not ref.startswith("#/"):
-            raise _SchemaError(path, f"only local $ref values are supported, got '{ref}'")
+            raise SchemaError(path, f"only local $ref values are supported, got '{ref}'")
         node: Any = self.root
         for raw in ref[2:].split("/"):
             token = raw.replace("~1", "/").replace("~0", "~")
@@ -512,7 +424,7 @@ class _Converter:
             elif isinstance(node, list) and token.isdecimal() and int(token) < len(node):
                 node = node[int(token)]
             else:
-                raise _SchemaError(path, f"unresolvable $ref '{ref}'")
+                raise SchemaError(path, f"unresolvable $ref '{ref}'")
         return node
 
     def _unique_name(self, proposed: str) -> str:

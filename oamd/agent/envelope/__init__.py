@@ -1,0 +1,15 @@
+"""The envelope tool loop of text-only models (no tool-call API), with the private parts only it uses.
+
+``_loop`` runs a turn in decide/toolArguments/respond/structured steps; ``_parser`` reads what an
+answer meant (an envelope, tool arguments); ``_json_reader`` reads the forgiving JSON small
+models write; ``_prompt`` renders each step's prompt and fits the history window; ``_model_step``
+reads (and retries) one model step; ``_calls`` runs and records the turn's tool calls; ``_reply``
+cleans and shows the streamed reply. The turn's vocabulary is ``oamd.agent.turn``'s; choosing this
+loop is ``oamd.agent.run``'s.
+"""
+
+from __future__ import annotations
+
+from oamd.agent.envelope._loop import STEP_KINDS, run_envelope_turn, warm_up
+
+__all__ = ["STEP_KINDS", "run_envelope_turn", "warm_up"]

@@ -1,0 +1,40 @@
+"""The turn dispatcher: runs one turn in the tool loop the model's capabilities call for.
+
+It is the top floor of the turn: the vocabulary (``oamd.agent.turn``) is below both loops, the
+loops (``oamd.agent.native`` for models with a tool-call API, ``oamd.agent.envelope`` for
+text-only ones) are below this module, so no import runs back up. Committing the result is the
+caller's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from oamd.agent.envelope import run_envelope_turn
+from oamd.agent.events import TurnEvent, TurnResult
+from oamd.agent.native import run_native_turn
+from oamd.agent.turn import ToolExecutor, TurnSpec
+
+__all__ = ["run_turn"]
+
+
+async def run_turn(
+    spec: TurnSpec,
+    emit: Callable[[TurnEvent], None],
+    execute: ToolExecutor,
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+) -> TurnResult:
+    """Runs the turn; failures are retried by ``spec.settings.retry`` through ``sleep``.
+
+    Raises:
+        ModelError: the turn failed after its retries.
+        InvalidRequest: ``{"tool": name}`` names a tool the turn does not have (text-only models).
+    """
+    # the loop, the JSON constraint and the context budget all read the capabilities: a turn
+    # planned before a server was probed would run on guesses (unconstrained JSON on llama.cpp)
+    await spec.model.settle_capabilities()
+    if spec.model.capabilities.native_tools:
+        return await run_native_turn(spec, emit, execute, sleep)
+    return await run_envelope_turn(spec, emit, execute, sleep)
