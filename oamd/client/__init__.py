@@ -1,10 +1,11 @@
 """An async client of the bridge protocol, for tests, benches, the demo and Python hosts."""
 
-from oamd.client._client import Client, RpcError, ToolHandler
+from oamd.client._client import Client, ConnectionClosed, RpcError, ToolHandler
 from oamd.client._connect import connect_stdio, connect_stream, connect_tcp, connect_unix
 
 __all__ = [
     "Client",
+    "ConnectionClosed",
     "RpcError",
     "ToolHandler",
     "connect_stdio",

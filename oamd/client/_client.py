@@ -3,6 +3,15 @@
 Every message the daemon sends is also appended to ``received`` in arrival order, so tests can
 assert on ordering. ``tool_handler`` answers ``tool/call`` requests; what it returns is sent as the
 ``result`` (raise ``RpcError`` to answer with an ``error``).
+
+Every request ends exactly once: with its response, or with ``ConnectionClosed`` once the daemon
+has closed its side (or the client was closed). A request started after that fails at once.
+
+Exceptions::
+
+    Exception
+    ├── RpcError           the daemon answered a request with an error
+    └── ConnectionClosed   no answer can arrive any more
 """
 
 from __future__ import annotations
@@ -11,6 +20,7 @@ import contextlib
 import itertools
 import json
 from collections.abc import Awaitable, Callable
+from enum import Enum
 from typing import Any
 
 import anyio
@@ -19,7 +29,7 @@ from anyio.abc import ByteStream, TaskGroup
 
 from oamd.transport.framing import LineFramer
 
-__all__ = ["Client", "RpcError", "ToolHandler"]
+__all__ = ["Client", "ConnectionClosed", "RpcError", "ToolHandler"]
 
 ToolHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -42,6 +52,18 @@ class RpcError(Exception):
         if self.data:
             out["data"] = self.data
         return out
+
+
+class ConnectionClosed(Exception):
+    """Raised when an answer can no longer arrive: by a request (or ``wait``, ``next_message``,
+    ``send``) once the daemon has closed its side of the connection or the client was closed,
+    whether the request was already in flight or started afterwards."""
+
+
+class _State(Enum):
+    UNOPENED = "unopened"
+    OPEN = "open"
+    CLOSED = "closed"
 
 
 def _decode(line: bytes) -> Any:
@@ -78,6 +100,7 @@ class Client:
         self._ids = itertools.count(1)
         self._waiters: dict[Any, _Waiter] = {}
         self._tg: TaskGroup | None = None
+        self._state = _State.UNOPENED
         self._closed = anyio.Event()
         self._message_arrived = anyio.Event()
         self.received: list[dict[str, Any]] = []
@@ -89,16 +112,23 @@ class Client:
         """Request id → method, for every request sent (lets tests check responses per method)."""
 
     async def __aenter__(self) -> Client:
+        if self._state is not _State.UNOPENED:
+            raise RuntimeError(f"A client can be entered once; this one is {self._state.value}.")
+        self._state = _State.OPEN
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._read)
         return self
 
     async def __aexit__(self, *exc_info: Any) -> None:
-        assert self._tg is not None
+        if self._tg is None:
+            raise RuntimeError("The client was never entered.")
         self._tg.cancel_scope.cancel()
-        await self._tg.__aexit__(*exc_info)
-        await self._stream.aclose()
+        try:
+            await self._tg.__aexit__(*exc_info)
+        finally:
+            self._fail_waiters()
+            await self._stream.aclose()
 
     # ---- sending -----------------------------------------------------------------------------
 
@@ -106,13 +136,26 @@ class Client:
         return next(self._ids)
 
     async def send_raw(self, data: bytes) -> None:
-        """Writes bytes as they are (tests of framing)."""
-        await self._stream.send(data)
+        """Writes bytes as they are (tests of framing).
+
+        Raises:
+            ConnectionClosed: the connection is closed.
+        """
+        self._check_open()
+        try:
+            await self._stream.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            raise ConnectionClosed("The connection is closed; nothing can be sent.") from exc
 
     async def send(self, message: dict[str, Any]) -> None:
+        """Sends one message as it is.
+
+        Raises:
+            ConnectionClosed: the connection is closed.
+        """
         if "method" in message and "id" in message:
             self.sent_methods[message["id"]] = message["method"]
-        await self._stream.send(orjson.dumps(message) + b"\n")
+        await self.send_raw(orjson.dumps(message) + b"\n")
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -123,25 +166,45 @@ class Client:
     async def start(
         self, method: str, params: dict[str, Any] | None = None, *, id: Any = None
     ) -> Any:
-        """Sends a request without waiting; returns its id (pass it to ``wait``)."""
+        """Sends a request without waiting; returns its id, which must be passed to ``wait``.
+
+        Raises:
+            ConnectionClosed: the connection is already closed.
+        """
+        self._check_open()
         msg_id = self.next_id() if id is None else id
         self._waiters[msg_id] = _Waiter()
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             msg["params"] = params
-        await self.send(msg)
+        try:
+            await self.send(msg)
+        except BaseException:
+            self._waiters.pop(msg_id, None)
+            raise
         return msg_id
 
     async def wait(self, msg_id: Any) -> dict[str, Any]:
-        """The raw response message for a request sent with ``start``."""
+        """The raw response message for a request sent with ``start``.
+
+        Raises:
+            ConnectionClosed: the connection closed before the response arrived.
+        """
         waiter = self._waiters[msg_id]
-        await waiter.event.wait()
-        del self._waiters[msg_id]
-        assert waiter.response is not None
+        try:
+            await waiter.event.wait()
+        finally:
+            del self._waiters[msg_id]  # cancelled or not: a late response is dropped
+        if waiter.response is None:
+            raise ConnectionClosed(f"The connection closed before request {msg_id!r} was answered.")
         return waiter.response
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Sends a request and returns the raw response message (``result`` or ``error``)."""
+        """Sends a request and returns the raw response message (``result`` or ``error``).
+
+        Raises:
+            ConnectionClosed: the connection closed before the response arrived.
+        """
         return await self.wait(await self.start(method, params))
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
@@ -149,6 +212,7 @@ class Client:
 
         Raises:
             RpcError: the daemon answered with an error.
+            ConnectionClosed: the connection closed before the response arrived.
         """
         response = await self.call(method, params)
         if "error" in response:
@@ -165,7 +229,11 @@ class Client:
         ]
 
     async def next_message(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        """Waits for (and returns) the first received message matching ``predicate``."""
+        """Waits for (and returns) the first received message matching ``predicate``.
+
+        Raises:
+            ConnectionClosed: the connection closed before a matching message arrived.
+        """
         seen = 0
         while True:
             for msg in self.received[seen:]:
@@ -173,7 +241,7 @@ class Client:
                     return msg
             seen = len(self.received)
             if self._closed.is_set():
-                raise anyio.EndOfStream
+                raise ConnectionClosed("The connection closed before a matching message arrived.")
             self._message_arrived = anyio.Event()
             await self._message_arrived.wait()
 
@@ -182,6 +250,20 @@ class Client:
         await self._closed.wait()
 
     # ---- receiving ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._state is _State.CLOSED:
+            raise ConnectionClosed("The connection is closed.")
+        if self._state is _State.UNOPENED:
+            raise RuntimeError("Enter the client (async with) before using it.")
+
+    def _fail_waiters(self) -> None:
+        """Wakes every waiter; those without an answer raise ``ConnectionClosed``."""
+        self._state = _State.CLOSED
+        self._closed.set()
+        self._message_arrived.set()
+        for waiter in self._waiters.values():
+            waiter.event.set()
 
     async def _read(self) -> None:
         try:
@@ -194,10 +276,7 @@ class Client:
                     if isinstance(line, bytes) and line.strip():
                         self._handle(_decode(line))
         finally:
-            self._closed.set()
-            self._message_arrived.set()
-            for waiter in self._waiters.values():
-                waiter.event.set()
+            self._fail_waiters()
 
     def _handle(self, msg: dict[str, Any]) -> None:
         self.received.append(msg)
@@ -225,5 +304,5 @@ class Client:
             reply["result"] = await self.tool_handler(msg.get("params", {}))
         except RpcError as exc:
             reply["error"] = exc.to_error()
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        with contextlib.suppress(ConnectionClosed):
             await self.send(reply)
