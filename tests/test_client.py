@@ -1,5 +1,5 @@
 """``oamd.client.Client`` against a daemon played by the test over memory streams: every waiter
-ends once the connection closes."""
+ends once the connection closes, and each ``next_message`` waiter gets its own match."""
 
 from __future__ import annotations
 
@@ -47,6 +47,10 @@ async def connected(**kwargs: Any) -> AsyncIterator[tuple[Client, Peer]]:
             yield client, Peer(theirs)
 
 
+def note(key: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "test/note", "params": {"key": key}}
+
+
 # ---- the connection closes ---------------------------------------------------------------------
 
 
@@ -76,3 +80,56 @@ async def test_a_request_started_after_the_daemon_closed_fails_with_connection_c
             await client.request("ping")
         with pytest.raises(ConnectionClosed):
             await client.next_message(lambda m: True)
+
+
+# ---- next_message ------------------------------------------------------------------------------
+
+
+async def test_concurrent_next_message_waiters_each_get_their_own_match():
+    got: dict[str, dict[str, Any]] = {}
+
+    async def watch(key: str) -> None:
+        got[key] = await client.next_message(lambda m: m["params"]["key"] == key)
+
+    async with connected() as (client, peer):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch, "first")
+            tg.start_soon(watch, "second")
+            await anyio.wait_all_tasks_blocked()
+            await peer.write(note("first"))
+            await peer.write(note("second"))
+    assert got == {"first": note("first"), "second": note("second")}
+
+
+async def test_one_message_wakes_every_waiter_it_matches_once():
+    woken: list[dict[str, Any]] = []
+
+    async def watch() -> None:
+        woken.append(await client.next_message(lambda m: True))
+
+    async with connected() as (client, peer):
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(watch)
+            await anyio.wait_all_tasks_blocked()
+            await peer.write(note("only"))
+    assert woken == [note("only")] * 3
+
+
+async def test_next_message_waiters_fail_with_connection_closed_when_the_daemon_closes():
+    failed = 0
+
+    async def watch() -> None:
+        nonlocal failed
+        with pytest.raises(ConnectionClosed):
+            await client.next_message(lambda m: False)
+        failed += 1
+
+    async with connected() as (client, peer):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            tg.start_soon(watch)
+            await anyio.wait_all_tasks_blocked()
+            await peer.write(note("unmatched"))
+            await peer.stream.aclose()
+    assert failed == 2

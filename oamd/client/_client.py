@@ -5,7 +5,8 @@ assert on ordering. ``tool_handler`` answers ``tool/call`` requests; what it ret
 ``result`` (raise ``RpcError`` to answer with an ``error``).
 
 Every request ends exactly once: with its response, or with ``ConnectionClosed`` once the daemon
-has closed its side (or the client was closed). A request started after that fails at once.
+has closed its side (or the client was closed). A request started after that fails at once. Each
+``next_message`` waiter is woken once, with the first message matching its own predicate.
 
 Exceptions::
 
@@ -82,6 +83,18 @@ class _Waiter:
         self.events: list[dict[str, Any]] = []
 
 
+class _Watch:
+    """One ``next_message`` waiter, with its own event: a wake-up is never shared or lost."""
+
+    __slots__ = ("error", "event", "match", "predicate")
+
+    def __init__(self, predicate: Callable[[dict[str, Any]], bool]) -> None:
+        self.predicate = predicate
+        self.event = anyio.Event()
+        self.match: dict[str, Any] | None = None
+        self.error: Exception | None = None
+
+
 class Client:
     """A connection to a bridge. Use as an async context manager around a byte stream."""
 
@@ -99,10 +112,10 @@ class Client:
         self._framer = LineFramer(max_line_bytes)
         self._ids = itertools.count(1)
         self._waiters: dict[Any, _Waiter] = {}
+        self._watches: list[_Watch] = []
         self._tg: TaskGroup | None = None
         self._state = _State.UNOPENED
         self._closed = anyio.Event()
-        self._message_arrived = anyio.Event()
         self.received: list[dict[str, Any]] = []
         """Every message from the daemon, in arrival order."""
         self.notifications: list[dict[str, Any]] = []
@@ -234,16 +247,21 @@ class Client:
         Raises:
             ConnectionClosed: the connection closed before a matching message arrived.
         """
-        seen = 0
-        while True:
-            for msg in self.received[seen:]:
-                if predicate(msg):
-                    return msg
-            seen = len(self.received)
-            if self._closed.is_set():
-                raise ConnectionClosed("The connection closed before a matching message arrived.")
-            self._message_arrived = anyio.Event()
-            await self._message_arrived.wait()
+        for msg in self.received:
+            if predicate(msg):
+                return msg
+        self._check_open()
+        watch = _Watch(predicate)
+        self._watches.append(watch)
+        try:
+            await watch.event.wait()
+        finally:
+            self._watches.remove(watch)
+        if watch.error is not None:
+            raise watch.error
+        if watch.match is None:
+            raise ConnectionClosed("The connection closed before a matching message arrived.")
+        return watch.match
 
     async def closed(self) -> None:
         """Returns once the daemon closed its side."""
@@ -261,9 +279,10 @@ class Client:
         """Wakes every waiter; those without an answer raise ``ConnectionClosed``."""
         self._state = _State.CLOSED
         self._closed.set()
-        self._message_arrived.set()
         for waiter in self._waiters.values():
             waiter.event.set()
+        for watch in self._watches:
+            watch.event.set()
 
     async def _read(self) -> None:
         try:
@@ -280,21 +299,31 @@ class Client:
 
     def _handle(self, msg: dict[str, Any]) -> None:
         self.received.append(msg)
+        if "method" in msg:
+            (self.tool_calls if "id" in msg else self.notifications).append(msg)
         if self._on_message is not None:
             self._on_message(msg)
-        self._message_arrived.set()
+        self._wake_watches(msg)  # after recording: a predicate may look at what was received
         if "method" in msg:
             if "id" in msg:
-                self.tool_calls.append(msg)
                 assert self._tg is not None
                 self._tg.start_soon(self._answer, msg)
-            else:
-                self.notifications.append(msg)
             return
         waiter = self._waiters.get(msg.get("id"))
         if waiter is not None:
             waiter.response = msg
             waiter.event.set()
+
+    def _wake_watches(self, msg: dict[str, Any]) -> None:
+        for watch in self._watches:
+            if watch.match is None and watch.error is None:
+                try:
+                    if watch.predicate(msg):
+                        watch.match = msg
+                        watch.event.set()
+                except Exception as exc:  # the waiter's own predicate: its error, not ours
+                    watch.error = exc
+                    watch.event.set()
 
     async def _answer(self, msg: dict[str, Any]) -> None:
         if self.tool_handler is None:
