@@ -1,8 +1,10 @@
 """``oamd.client.Client`` against a daemon played by the test over memory streams: every waiter
-ends once the connection closes, and each ``next_message`` waiter gets its own match."""
+ends once the connection closes, each ``next_message`` waiter gets its own match, and a failing
+tool handler costs one ``tool/call``."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -12,9 +14,16 @@ import orjson
 import pytest
 
 from oamd.client import Client, ConnectionClosed
+from oamd.rpc.errors import CODES
 from oamd.transport import memory_stream_pair
 
 pytestmark = pytest.mark.anyio
+
+OPEN_GATE = {
+    "name": "open_gate",
+    "description": "Open a named gate.",
+    "parameters": {"type": "object", "properties": {"gate": {"type": "string"}}},
+}
 
 
 class Peer:
@@ -49,6 +58,16 @@ async def connected(**kwargs: Any) -> AsyncIterator[tuple[Client, Peer]]:
 
 def note(key: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "test/note", "params": {"key": key}}
+
+
+def tool_call(call_id: str) -> dict[str, Any]:
+    call = {"id": f"call_{call_id}", "name": "open_gate", "arguments": {"gate": "north"}}
+    return {
+        "jsonrpc": "2.0",
+        "id": call_id,
+        "method": "tool/call",
+        "params": {"session": "guard", "requestId": 1, "call": call},
+    }
 
 
 # ---- the connection closes ---------------------------------------------------------------------
@@ -133,3 +152,60 @@ async def test_next_message_waiters_fail_with_connection_closed_when_the_daemon_
             await peer.write(note("unmatched"))
             await peer.stream.aclose()
     assert failed == 2
+
+
+# ---- tool handlers -----------------------------------------------------------------------------
+
+
+async def test_a_raising_tool_handler_answers_that_call_with_an_error_and_the_client_goes_on(
+    caplog: pytest.LogCaptureFixture,
+):
+    async def jammed(params: dict[str, Any]) -> dict[str, Any]:
+        if params["call"]["id"] == "call_t-1":
+            raise ValueError("the portcullis chain is jammed")
+        return {"output": "opened"}
+
+    async with connected(tool_handler=jammed) as (client, peer):
+        with caplog.at_level(logging.ERROR, logger="oamd.client"):
+            await peer.write(tool_call("t-1"))
+            failed = await peer.read()
+        await peer.write(tool_call("t-2"))
+        answered = await peer.read()
+        request = await client.start("ping")
+        await peer.answer()
+        assert (await client.wait(request))["result"] == {}
+    assert failed == {
+        "jsonrpc": "2.0",
+        "id": "t-1",
+        "error": {
+            "code": CODES["internal_error"],
+            "message": "The engine's tool handler failed: ValueError: the portcullis chain is jammed",
+            "data": {"code": "internal_error"},
+        },
+    }
+    assert answered == {"jsonrpc": "2.0", "id": "t-2", "result": {"output": "opened"}}
+    [record] = caplog.records
+    assert record.exc_info is not None and "t-1" in record.getMessage()
+
+
+async def test_the_model_reads_a_raising_tool_handlers_error_as_the_calls_output(client):
+    async def jammed(params: dict[str, Any]) -> dict[str, Any]:
+        raise ValueError("the portcullis chain is jammed")
+
+    client.tool_handler = jammed
+    gate = {"name": "open_gate", "arguments": {"gate": "north"}}
+    steps = [{"toolCalls": [gate]}, {"template": "{toolOutput}"}]
+    with anyio.fail_after(5):
+        await client.request(
+            "session/create",
+            {
+                "session": "guard",
+                "tools": [OPEN_GATE],
+                "model": {"type": "scripted", "steps": steps},
+            },
+        )
+        result = await client.request("session/respond", {"session": "guard", "prompt": "Open."})
+    message = "The engine's tool handler failed: ValueError: the portcullis chain is jammed"
+    [record] = result["toolCalls"]
+    assert (record["isError"], record["output"]) == (True, message)
+    assert result["text"] == f"Error: {message}"

@@ -7,6 +7,9 @@ assert on ordering. ``tool_handler`` answers ``tool/call`` requests; what it ret
 Every request ends exactly once: with its response, or with ``ConnectionClosed`` once the daemon
 has closed its side (or the client was closed). A request started after that fails at once. Each
 ``next_message`` waiter is woken once, with the first message matching its own predicate.
+A ``tool_handler`` that raises costs that one ``tool/call``, never the connection: ``RpcError`` is
+sent as itself, anything else as ``internal_error`` (the model reads its message), logged with
+its traceback.
 
 Exceptions::
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from enum import Enum
 from typing import Any
@@ -28,11 +32,15 @@ import anyio
 import orjson
 from anyio.abc import ByteStream, TaskGroup
 
+from oamd.rpc.errors import CODES
 from oamd.transport.framing import LineFramer
 
 __all__ = ["Client", "ConnectionClosed", "RpcError", "ToolHandler"]
 
-ToolHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+log = logging.getLogger("oamd.client")
+
+ToolHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+"""Answers a ``tool/call``: given its ``params``, returns the reply's ``result``."""
 
 
 class RpcError(Exception):
@@ -326,12 +334,25 @@ class Client:
                     watch.event.set()
 
     async def _answer(self, msg: dict[str, Any]) -> None:
-        if self.tool_handler is None:
+        handler = self.tool_handler
+        if handler is None:
             return  # left unanswered: the daemon's timeout applies
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"]}
         try:
-            reply["result"] = await self.tool_handler(msg.get("params", {}))
+            reply["result"] = await handler(msg.get("params", {}))
+            line = orjson.dumps(reply)  # a result that is not JSON fails here, as the handler
         except RpcError as exc:
+            reply.pop("result", None)
             reply["error"] = exc.to_error()
+            line = orjson.dumps(reply)
+        except Exception as exc:
+            log.exception("tool handler failed on tool/call %r; answered with an error", msg["id"])
+            reply.pop("result", None)
+            reply["error"] = {
+                "code": CODES["internal_error"],
+                "message": f"The engine's tool handler failed: {type(exc).__name__}: {exc}",
+                "data": {"code": "internal_error"},
+            }
+            line = orjson.dumps(reply)
         with contextlib.suppress(ConnectionClosed):
-            await self.send(reply)
+            await self.send_raw(line + b"\n")
