@@ -1,6 +1,6 @@
 """``oamd.client.Client`` against a daemon played by the test over memory streams: every waiter
 ends once the connection closes, each ``next_message`` waiter gets its own match, and a failing
-tool handler costs one ``tool/call``."""
+tool handler costs one ``tool/call``, and nothing is kept per message without a ``Recorder``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import anyio
 import orjson
 import pytest
 
-from oamd.client import Client, ConnectionClosed
+from oamd.client import Client, ConnectionClosed, Recorder
 from oamd.rpc.errors import CODES
 from oamd.transport import memory_stream_pair
 
@@ -209,3 +209,52 @@ async def test_the_model_reads_a_raising_tool_handlers_error_as_the_calls_output
     [record] = result["toolCalls"]
     assert (record["isError"], record["output"]) == (True, message)
     assert result["text"] == f"Error: {message}"
+
+
+# ---- what a client keeps -----------------------------------------------------------------------
+
+
+def held(client: Client) -> int:
+    """Items in every container the client holds (lists, dicts, sets in its attributes)."""
+    return sum(len(v) for v in vars(client).values() if isinstance(v, list | dict | set))
+
+
+async def one_round(client: Client, peer: Peer, n: int) -> None:
+    """A request with a notification and a ``tool/call`` before its response."""
+    request = await client.start("test/round")
+    sent = await peer.read()
+    await peer.write({**note(str(n)), "params": {"key": str(n), "requestId": sent["id"]}})
+    await peer.write(tool_call(f"t-{n}"))
+    await peer.read()  # the tool/call's reply
+    await peer.write({"jsonrpc": "2.0", "id": sent["id"], "result": {}})
+    await client.wait(request)
+
+
+async def test_a_client_without_a_recorder_keeps_nothing_per_message():
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        return {"output": "opened"}
+
+    async with connected(tool_handler=answer) as (client, peer):
+        await one_round(client, peer, 0)
+        before = held(client)
+        for n in range(1, 50):
+            await one_round(client, peer, n)
+        assert held(client) == before
+        assert client.recorder is None
+
+
+async def test_an_attached_recorder_keeps_the_traffic_in_arrival_order():
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        return {"output": "opened"}
+
+    recorder = Recorder()
+    async with connected(tool_handler=answer, recorder=recorder) as (client, peer):
+        await one_round(client, peer, 0)
+        await one_round(client, peer, 1)
+    kinds = [m.get("method", "response") for m in recorder.received]
+    assert kinds == ["test/note", "tool/call", "response"] * 2
+    assert [n["params"]["key"] for n in recorder.notifications] == ["0", "1"]
+    assert [c["id"] for c in recorder.tool_calls] == ["t-0", "t-1"]
+    assert recorder.sent_methods == {1: "test/round", 2: "test/round"}
+    recorder.clear()
+    assert (recorder.received, recorder.notifications, recorder.tool_calls) == ([], [], [])

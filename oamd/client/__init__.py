@@ -2,10 +2,12 @@
 
 from oamd.client._client import Client, ConnectionClosed, RpcError, ToolHandler
 from oamd.client._connect import connect_stdio, connect_stream, connect_tcp, connect_unix
+from oamd.client._recorder import Recorder
 
 __all__ = [
     "Client",
     "ConnectionClosed",
+    "Recorder",
     "RpcError",
     "ToolHandler",
     "connect_stdio",

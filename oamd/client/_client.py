@@ -1,15 +1,16 @@
-"""Client: correlates responses, routes notifications by ``requestId``, answers ``tool/call``.
+"""Client: one connection to a bridge. Correlates responses and answers ``tool/call`` through
+``tool_handler`` (what it returns is sent as the ``result``; raise ``RpcError`` to answer with an
+``error``).
 
-Every message the daemon sends is also appended to ``received`` in arrival order, so tests can
-assert on ordering. ``tool_handler`` answers ``tool/call`` requests; what it returns is sent as the
-``result`` (raise ``RpcError`` to answer with an ``error``).
+What it guarantees:
 
-Every request ends exactly once: with its response, or with ``ConnectionClosed`` once the daemon
-has closed its side (or the client was closed). A request started after that fails at once. Each
-``next_message`` waiter is woken once, with the first message matching its own predicate.
-A ``tool_handler`` that raises costs that one ``tool/call``, never the connection: ``RpcError`` is
-sent as itself, anything else as ``internal_error`` (the model reads its message), logged with
-its traceback.
+- Every request ends exactly once: with its response, or with ``ConnectionClosed`` once the daemon
+  has closed its side (or the client was closed). A request started after that fails at once.
+- Each ``next_message`` waiter is woken once, with the first message matching its own predicate.
+- A ``tool_handler`` that raises costs that one ``tool/call``, never the connection: ``RpcError``
+  is sent as itself, anything else as ``internal_error`` (the model reads its message), logged
+  with its traceback.
+- Nothing is kept per message unless a ``Recorder`` is attached (``recorder=``).
 
 Exceptions::
 
@@ -32,6 +33,7 @@ import anyio
 import orjson
 from anyio.abc import ByteStream, TaskGroup
 
+from oamd.client._recorder import Recorder
 from oamd.rpc.errors import CODES
 from oamd.transport.framing import LineFramer
 
@@ -103,8 +105,18 @@ class _Watch:
         self.error: Exception | None = None
 
 
+_MAX_LINE_BYTES = 64 * 1024 * 1024
+"""Longest line read from the daemon; a longer one is skipped unread."""
+
+
 class Client:
-    """A connection to a bridge. Use as an async context manager around a byte stream."""
+    """A connection to a bridge over a byte stream. Use as an async context manager.
+
+    ``tool_handler`` answers ``tool/call`` requests (without one they stay unanswered and the
+    daemon's timeout applies); ``on_message`` sees every message from the daemon, in arrival
+    order (an exception it raises ends the client: the tests use it to check the contract);
+    ``recorder`` keeps a log of the traffic as ``client.recorder``; without one nothing is kept.
+    """
 
     def __init__(
         self,
@@ -112,10 +124,12 @@ class Client:
         *,
         tool_handler: ToolHandler | None = None,
         on_message: Callable[[dict[str, Any]], None] | None = None,
-        max_line_bytes: int = 64 * 1024 * 1024,
+        recorder: Recorder | None = None,
+        max_line_bytes: int = _MAX_LINE_BYTES,
     ) -> None:
         self._stream = stream
         self.tool_handler = tool_handler
+        self.recorder = recorder
         self._on_message = on_message
         self._framer = LineFramer(max_line_bytes)
         self._ids = itertools.count(1)
@@ -124,13 +138,6 @@ class Client:
         self._tg: TaskGroup | None = None
         self._state = _State.UNOPENED
         self._closed = anyio.Event()
-        self.received: list[dict[str, Any]] = []
-        """Every message from the daemon, in arrival order."""
-        self.notifications: list[dict[str, Any]] = []
-        self.tool_calls: list[dict[str, Any]] = []
-        """Every ``tool/call`` request received."""
-        self.sent_methods: dict[Any, str] = {}
-        """Request id → method, for every request sent (lets tests check responses per method)."""
 
     async def __aenter__(self) -> Client:
         if self._state is not _State.UNOPENED:
@@ -169,13 +176,13 @@ class Client:
             raise ConnectionClosed("The connection is closed; nothing can be sent.") from exc
 
     async def send(self, message: dict[str, Any]) -> None:
-        """Sends one message as it is.
+        """Sends one message as it is (recorded when a recorder is attached).
 
         Raises:
             ConnectionClosed: the connection is closed.
         """
-        if "method" in message and "id" in message:
-            self.sent_methods[message["id"]] = message["method"]
+        if self.recorder is not None:
+            self.recorder.record_sent(message)
         await self.send_raw(orjson.dumps(message) + b"\n")
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
@@ -241,23 +248,19 @@ class Client:
             raise RpcError(err.get("code", 0), err.get("message", ""), err.get("data"))
         return response["result"]
 
-    def events_for(self, request_id: Any) -> list[dict[str, Any]]:
-        """The ``event`` payloads of every notification carrying ``requestId``, in order."""
-        return [
-            n["params"]["event"]
-            for n in self.notifications
-            if n.get("params", {}).get("requestId") == request_id and "event" in n["params"]
-        ]
-
     async def next_message(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        """Waits for (and returns) the first received message matching ``predicate``.
+        """Waits for (and returns) the first message from the daemon matching ``predicate``.
+
+        With a recorder attached the search starts at the first message received; without one,
+        only messages arriving after the call are seen.
 
         Raises:
             ConnectionClosed: the connection closed before a matching message arrived.
         """
-        for msg in self.received:
-            if predicate(msg):
-                return msg
+        if self.recorder is not None:
+            for msg in self.recorder.received:
+                if predicate(msg):
+                    return msg
         self._check_open()
         watch = _Watch(predicate)
         self._watches.append(watch)
@@ -306,9 +309,8 @@ class Client:
             self._fail_waiters()
 
     def _handle(self, msg: dict[str, Any]) -> None:
-        self.received.append(msg)
-        if "method" in msg:
-            (self.tool_calls if "id" in msg else self.notifications).append(msg)
+        if self.recorder is not None:
+            self.recorder.record_received(msg)
         if self._on_message is not None:
             self._on_message(msg)
         self._wake_watches(msg)  # after recording: a predicate may look at what was received
