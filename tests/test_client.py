@@ -1,6 +1,7 @@
 """``oamd.client.Client`` against a daemon played by the test over memory streams: every waiter
-ends once the connection closes, each ``next_message`` waiter gets its own match, and a failing
-tool handler costs one ``tool/call``, and nothing is kept per message without a ``Recorder``."""
+ends once the connection closes, each ``next_message`` waiter gets its own match, a failing tool
+handler costs one ``tool/call``, nothing is kept per message without a ``Recorder``, and a
+request's notifications reach its callback before its response."""
 
 from __future__ import annotations
 
@@ -258,3 +259,35 @@ async def test_an_attached_recorder_keeps_the_traffic_in_arrival_order():
     assert recorder.sent_methods == {1: "test/round", 2: "test/round"}
     recorder.clear()
     assert (recorder.received, recorder.notifications, recorder.tool_calls) == ([], [], [])
+
+
+# ---- a request's notifications -----------------------------------------------------------------
+
+
+async def test_a_requests_notifications_reach_its_callback_before_its_response(
+    caplog: pytest.LogCaptureFixture,
+):
+    seen: list[str] = []
+
+    def on_notification(params: dict[str, Any]) -> None:
+        seen.append(params["key"])
+        if params["key"] == "bad":
+            raise RuntimeError("a bug in the callback")
+
+    async with connected() as (client, peer):
+        async with anyio.create_task_group() as tg:
+
+            async def play() -> None:
+                sent = await peer.read()
+                for key in ("one", "bad", "two"):
+                    await peer.write({**note(key), "params": {"key": key, "requestId": sent["id"]}})
+                await peer.write({**note("other"), "params": {"key": "x", "requestId": "else"}})
+                await peer.write({"jsonrpc": "2.0", "id": sent["id"], "result": {"done": True}})
+
+            tg.start_soon(play)
+            with caplog.at_level(logging.ERROR, logger="oamd.client"):
+                result = await client.request("test/turn", on_notification=on_notification)
+    assert result == {"done": True}
+    assert seen == ["one", "bad", "two"]
+    [record] = caplog.records
+    assert record.exc_info is not None

@@ -1,15 +1,18 @@
-"""Client: one connection to a bridge. Correlates responses and answers ``tool/call`` through
-``tool_handler`` (what it returns is sent as the ``result``; raise ``RpcError`` to answer with an
-``error``).
+"""Client: one connection to a bridge. Correlates responses, hands a request's notifications to its
+callback, answers ``tool/call`` through ``tool_handler`` (what it returns is sent as the
+``result``; raise ``RpcError`` to answer with an ``error``).
 
 What it guarantees:
 
 - Every request ends exactly once: with its response, or with ``ConnectionClosed`` once the daemon
   has closed its side (or the client was closed). A request started after that fails at once.
 - Each ``next_message`` waiter is woken once, with the first message matching its own predicate.
-- A ``tool_handler`` that raises costs that one ``tool/call``, never the connection: ``RpcError``
-  is sent as itself, anything else as ``internal_error`` (the model reads its message), logged
-  with its traceback.
+- Notifications and the response of one request reach the caller in arrival order: a request's
+  ``on_notification`` callback has seen every event before its response is returned.
+- What the engine's code does cannot take the connection down: a ``tool_handler`` that raises
+  costs that one ``tool/call`` (``RpcError`` is sent as itself, anything else as
+  ``internal_error``, whose message the model reads, logged with its traceback); a notification
+  callback that raises is logged and skipped.
 - Nothing is kept per message unless a ``Recorder`` is attached (``recorder=``).
 
 Exceptions::
@@ -37,16 +40,23 @@ from oamd.client._recorder import Recorder
 from oamd.rpc.errors import CODES
 from oamd.transport.framing import LineFramer
 
-__all__ = ["Client", "ConnectionClosed", "RpcError", "ToolHandler"]
+__all__ = ["Client", "ConnectionClosed", "NotificationCallback", "RpcError", "ToolHandler"]
 
 log = logging.getLogger("oamd.client")
 
 ToolHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 """Answers a ``tool/call``: given its ``params``, returns the reply's ``result``."""
 
+NotificationCallback = Callable[[dict[str, Any]], None]
+"""Receives the ``params`` of each notification carrying a request's id as ``requestId``."""
+
 
 class RpcError(Exception):
-    """An error response: ``code``, ``message`` and ``data`` (``data["code"]`` is the stable name)."""
+    """An error response: ``code``, ``message`` and ``data`` (``data["code"]`` is the stable name).
+
+    Raised by ``request`` when the daemon answers with an error; a ``tool_handler`` raises it to
+    answer a ``tool/call`` with exactly this error.
+    """
 
     def __init__(self, code: int, message: str, data: dict[str, Any] | None = None) -> None:
         super().__init__(f"{code} {message}")
@@ -56,6 +66,7 @@ class RpcError(Exception):
 
     @property
     def name(self) -> str:
+        """The stable snake_case name (``data.code``), e.g. ``session_not_found``."""
         return str(self.data.get("code", ""))
 
     def to_error(self) -> dict[str, Any]:
@@ -84,13 +95,22 @@ def _decode(line: bytes) -> Any:
         return json.loads(line)  # what orjson refuses: escaped lone surrogates
 
 
-class _Waiter:
-    __slots__ = ("event", "events", "response")
+def _lookup(table: dict[Any, Any], key: Any) -> Any:
+    try:
+        return table.get(key)
+    except TypeError:  # an unhashable id (a list or object) matches nothing we sent
+        return None
 
-    def __init__(self) -> None:
+
+class _Pending:
+    """A request in flight: its response once it arrives, and its notification callback."""
+
+    __slots__ = ("event", "on_notification", "response")
+
+    def __init__(self, on_notification: NotificationCallback | None) -> None:
         self.event = anyio.Event()
         self.response: dict[str, Any] | None = None
-        self.events: list[dict[str, Any]] = []
+        self.on_notification = on_notification
 
 
 class _Watch:
@@ -133,7 +153,7 @@ class Client:
         self._on_message = on_message
         self._framer = LineFramer(max_line_bytes)
         self._ids = itertools.count(1)
-        self._waiters: dict[Any, _Waiter] = {}
+        self._pending: dict[Any, _Pending] = {}
         self._watches: list[_Watch] = []
         self._tg: TaskGroup | None = None
         self._state = _State.UNOPENED
@@ -192,23 +212,31 @@ class Client:
         await self.send(msg)
 
     async def start(
-        self, method: str, params: dict[str, Any] | None = None, *, id: Any = None
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        id: Any = None,
+        on_notification: NotificationCallback | None = None,
     ) -> Any:
         """Sends a request without waiting; returns its id, which must be passed to ``wait``.
+
+        ``on_notification`` receives the ``params`` of every notification whose ``requestId`` is
+        this request's id, until its response arrives.
 
         Raises:
             ConnectionClosed: the connection is already closed.
         """
         self._check_open()
         msg_id = self.next_id() if id is None else id
-        self._waiters[msg_id] = _Waiter()
+        self._pending[msg_id] = _Pending(on_notification)
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             msg["params"] = params
         try:
             await self.send(msg)
         except BaseException:
-            self._waiters.pop(msg_id, None)
+            self._pending.pop(msg_id, None)
             raise
         return msg_id
 
@@ -218,31 +246,43 @@ class Client:
         Raises:
             ConnectionClosed: the connection closed before the response arrived.
         """
-        waiter = self._waiters[msg_id]
+        pending = self._pending[msg_id]
         try:
-            await waiter.event.wait()
+            await pending.event.wait()
         finally:
-            del self._waiters[msg_id]  # cancelled or not: a late response is dropped
-        if waiter.response is None:
+            del self._pending[msg_id]  # cancelled or not: a late response is dropped
+        if pending.response is None:
             raise ConnectionClosed(f"The connection closed before request {msg_id!r} was answered.")
-        return waiter.response
+        return pending.response
 
-    async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def call(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        on_notification: NotificationCallback | None = None,
+    ) -> dict[str, Any]:
         """Sends a request and returns the raw response message (``result`` or ``error``).
 
         Raises:
             ConnectionClosed: the connection closed before the response arrived.
         """
-        return await self.wait(await self.start(method, params))
+        return await self.wait(await self.start(method, params, on_notification=on_notification))
 
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        on_notification: NotificationCallback | None = None,
+    ) -> Any:
         """Sends a request and returns its ``result``.
 
         Raises:
             RpcError: the daemon answered with an error.
             ConnectionClosed: the connection closed before the response arrived.
         """
-        response = await self.call(method, params)
+        response = await self.call(method, params, on_notification=on_notification)
         if "error" in response:
             err = response["error"]
             raise RpcError(err.get("code", 0), err.get("message", ""), err.get("data"))
@@ -290,8 +330,8 @@ class Client:
         """Wakes every waiter; those without an answer raise ``ConnectionClosed``."""
         self._state = _State.CLOSED
         self._closed.set()
-        for waiter in self._waiters.values():
-            waiter.event.set()
+        for pending in self._pending.values():
+            pending.event.set()
         for watch in self._watches:
             watch.event.set()
 
@@ -318,11 +358,25 @@ class Client:
             if "id" in msg:
                 assert self._tg is not None
                 self._tg.start_soon(self._answer, msg)
+            else:
+                self._route(msg)
             return
-        waiter = self._waiters.get(msg.get("id"))
-        if waiter is not None:
-            waiter.response = msg
-            waiter.event.set()
+        pending = _lookup(self._pending, msg.get("id"))
+        if pending is not None:
+            pending.response = msg
+            pending.event.set()
+
+    def _route(self, msg: dict[str, Any]) -> None:
+        params = msg.get("params")
+        if not isinstance(params, dict) or "requestId" not in params:
+            return
+        pending = _lookup(self._pending, params["requestId"])
+        if pending is None or pending.on_notification is None or pending.response is not None:
+            return
+        try:
+            pending.on_notification(params)
+        except Exception:
+            log.exception("notification callback failed on %s; skipped", msg.get("method"))
 
     def _wake_watches(self, msg: dict[str, Any]) -> None:
         for watch in self._watches:
