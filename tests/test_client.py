@@ -13,8 +13,9 @@ from typing import Any
 import anyio
 import orjson
 import pytest
+from conftest import OAMD
 
-from oamd.client import Client, ConnectionClosed, Recorder
+from oamd.client import Client, ConnectionClosed, Recorder, RpcError, connect_stdio
 from oamd.rpc.errors import CODES
 from oamd.transport import memory_stream_pair
 
@@ -291,3 +292,20 @@ async def test_a_requests_notifications_reach_its_callback_before_its_response(
     assert seen == ["one", "bad", "two"]
     [record] = caplog.records
     assert record.exc_info is not None
+
+
+# ---- leaving the client ------------------------------------------------------------------------
+
+
+async def test_an_error_raised_inside_the_client_leaves_it_unwrapped():
+    with pytest.raises(LookupError, match="no such gate"):
+        async with connected():
+            raise LookupError("no such gate")
+
+
+async def test_an_error_response_not_caught_inside_the_client_leaves_it_as_rpc_error():
+    with pytest.raises(RpcError) as raised:
+        async with connect_stdio([*OAMD, "stdio"]) as client:
+            with anyio.fail_after(5):
+                await client.request("session/respond", {"session": "nobody", "prompt": "?"})
+    assert raised.value.name == "session_not_found"

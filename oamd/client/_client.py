@@ -14,6 +14,8 @@ What it guarantees:
   ``internal_error``, whose message the model reads, logged with its traceback); a notification
   callback that raises is logged and skipped.
 - Nothing is kept per message unless a ``Recorder`` is attached (``recorder=``).
+- An exception raised inside ``async with client`` leaves it as itself; only a failure of the
+  client's own tasks comes out as an ``ExceptionGroup``.
 
 Exceptions::
 
@@ -168,12 +170,17 @@ class Client:
         self._tg.start_soon(self._read)
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
         if self._tg is None:
             raise RuntimeError("The client was never entered.")
         self._tg.cancel_scope.cancel()
         try:
-            await self._tg.__aexit__(*exc_info)
+            if exc is None or isinstance(exc, anyio.get_cancelled_exc_class()):
+                await self._tg.__aexit__(exc_type, exc, tb)
+            else:  # the caller's own error leaves as itself, not wrapped in an ExceptionGroup
+                await self._tg.__aexit__(None, None, None)
         finally:
             self._fail_waiters()
             await self._stream.aclose()
