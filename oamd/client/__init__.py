@@ -1,10 +1,13 @@
 """A client of the bridge protocol, for Python hosts, tests, benches and the demo.
 
-``Client`` speaks the protocol as dicts (``connect_stdio``, ``connect_unix``, ``connect_tcp``,
-``connect_stream``); it needs nothing beyond oamd's own dependencies. The methods' results as
-pydantic models (``SessionRespondResult``…) need the ``client`` extra (``pip install
-'oamd[client]'``); their names are imported on first use, so the dict-level client never loads
-pydantic.
+Two levels over one connection:
+
+- ``Client`` speaks the protocol as dicts (``connect_stdio``, ``connect_unix``, ``connect_tcp``,
+  ``connect_stream``); it needs nothing beyond oamd's own dependencies.
+- ``Bridge`` is the typed API on top of it: ``@bridge.tool`` client tools, ``Session`` /
+  ``Npc`` / ``World`` handles, ``decide`` and ``generate``, results as pydantic models. It needs
+  the ``client`` extra (``pip install 'oamd[client]'``); its names are imported on first use, so
+  the dict-level client never loads pydantic.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ from oamd.client._client import (
 from oamd.client._connect import connect_stdio, connect_stream, connect_tcp, connect_unix
 from oamd.client._recorder import Recorder
 
-if TYPE_CHECKING:  # the result models, loaded by __getattr__ below
+if TYPE_CHECKING:  # the typed API, loaded by __getattr__ below
+    from oamd.client._bridge import Bridge
+    from oamd.client._npc import Npc
+    from oamd.client._params import EventCallback, TextCallback
     from oamd.client._results import (
         Availability,
         Capabilities,
@@ -44,29 +50,41 @@ if TYPE_CHECKING:  # the result models, loaded by __getattr__ below
         WorldRemoveResult,
         WorldSetResult,
     )
+    from oamd.client._session import Session
+    from oamd.client._tools import ToolContext, ToolError, ToolFunction
+    from oamd.client._world import World
 
 __all__ = [
     "Availability",
+    "Bridge",
     "Capabilities",
     "Client",
     "ConnectionClosed",
     "ContentGenerateResult",
     "Decision",
     "Emotion",
+    "EventCallback",
     "InitializeResult",
     "NotificationCallback",
+    "Npc",
     "NpcCreateResult",
     "NpcTalkResult",
     "Recorder",
     "RpcError",
     "ServerInfo",
+    "Session",
     "SessionCreateResult",
     "SessionRespondResult",
     "Step",
+    "TextCallback",
     "ToolCall",
     "ToolCallRecord",
+    "ToolContext",
+    "ToolError",
+    "ToolFunction",
     "ToolHandler",
     "Usage",
+    "World",
     "WorldCreateResult",
     "WorldGetResult",
     "WorldRemoveResult",
@@ -78,6 +96,9 @@ __all__ = [
 ]
 
 _TYPED_MODULES = {
+    "oamd.client._bridge": ["Bridge"],
+    "oamd.client._npc": ["Npc"],
+    "oamd.client._params": ["EventCallback", "TextCallback"],
     "oamd.client._results": [
         "Availability",
         "Capabilities",
@@ -99,6 +120,9 @@ _TYPED_MODULES = {
         "WorldRemoveResult",
         "WorldSetResult",
     ],
+    "oamd.client._session": ["Session"],
+    "oamd.client._tools": ["ToolContext", "ToolError", "ToolFunction"],
+    "oamd.client._world": ["World"],
 }
 _TYPED = {name: module for module, names in _TYPED_MODULES.items() for name in names}
 
