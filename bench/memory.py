@@ -72,12 +72,6 @@ def one_long_session(turns: int) -> dict:
         return {"created": created, "marks": marks, "entries": entries}
 
 
-def forget(client: object) -> None:
-    """The test client records every message it saw; here nobody asked it to keep them."""
-    for name in ("received", "notifications", "tool_calls", "sent_methods"):
-        getattr(client, name).clear()
-
-
 def where_the_bytes_are(sessions: int, turns: int, top: int = 15) -> list[str]:
     """The 64 x 100 run in this process under tracemalloc; the daemon's biggest holders."""
     import anyio
@@ -104,7 +98,6 @@ def where_the_bytes_are(sessions: int, turns: int, top: int = 15) -> list[str]:
                 async def play(session: str) -> None:
                     for _ in range(turns):
                         await client.request("session/respond", {"session": session, "prompt": "?"})
-                        forget(client)
 
                 async with anyio.create_task_group() as players:
                     for n in range(sessions):

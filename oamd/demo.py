@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from oamd.client import RpcError, connect_stdio
+from oamd.client import ConnectionClosed, RpcError, connect_stdio
 
 __all__ = ["main"]
 
@@ -217,8 +217,8 @@ async def bounded(client: Any, seconds: float, method: str, params: dict[str, An
         screen.say("error", f"{method}: {exc.name}: {exc}")
     except TimeoutError:
         screen.say("error", f"{method}: no answer within {seconds:.0f} s")
-    except (AssertionError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-        if not screen.gone:  # the client answers a closed connection with no response
+    except (ConnectionClosed, OSError):
+        if not screen.gone:
             screen.say("error", "oamd exited (its message is on stderr above)")
         screen.gone = True
     return None

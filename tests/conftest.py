@@ -1,5 +1,6 @@
 """Fixtures: a daemon behind an in-memory client, or a real ``oamd stdio`` subprocess, with every
-message the daemon sends checked against ``protocol/``."""
+message the daemon sends checked against ``protocol/`` and kept by a ``Recorder``
+(``client.recorder.received``, ``.notifications``, ``.tool_calls``, ``.events_for(id)``)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from contract import (
 from hypothesis import settings
 
 from oamd.app import build_registry, default_config, serve_stream
-from oamd.client import Client
+from oamd.client import Client, Recorder
 from oamd.methods.state import DaemonConfig
 from oamd.rpc import Registry
 from oamd.transport import memory_stream_pair
@@ -39,8 +40,9 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def contract_checker(client_ref: list[Client]) -> Callable[[dict[str, Any]], None]:
-    """Validates every message from the daemon against the protocol contract."""
+def contract_checker(recorder: Recorder) -> Callable[[dict[str, Any]], None]:
+    """Validates every message from the daemon against the protocol contract (a response by the
+    method ``recorder`` saw its request sent with)."""
 
     def check(msg: dict[str, Any]) -> None:
         assert msg.get("jsonrpc") == "2.0", msg
@@ -53,27 +55,30 @@ def contract_checker(client_ref: list[Client]) -> Callable[[dict[str, Any]], Non
         if "error" in msg:
             validate_error(msg["error"])
             return
-        method = client_ref[0].sent_methods.get(msg["id"]) if client_ref else None
+        method = recorder.sent_methods.get(msg["id"])
         if method in METHODS:  # test-only methods have no contract
             validate_result(method, msg["result"])
 
     return check
 
 
+def recording() -> dict[str, Any]:
+    """Client arguments that keep the traffic and check every message against the contract."""
+    recorder = Recorder()
+    return {"recorder": recorder, "on_message": contract_checker(recorder)}
+
+
 @asynccontextmanager
 async def memory_daemon(
     config: DaemonConfig | None = None, *, registry: Registry | None = None, **client_kwargs: Any
 ) -> AsyncIterator[Client]:
-    """A daemon served in this process over memory streams, and a client bound to it."""
+    """A daemon served in this process over memory streams, and a recording client bound to it."""
     config = config or default_config(test_methods=True)
     registry = registry or build_registry(config)
     ours, theirs = memory_stream_pair()
-    ref: list[Client] = []
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: serve_stream(theirs, config, registry=registry))
-        client = Client(ours, on_message=contract_checker(ref), **client_kwargs)
-        ref.append(client)
-        async with client:
+        async with Client(ours, **{**recording(), **client_kwargs}) as client:
             yield client
         tg.cancel_scope.cancel()
 

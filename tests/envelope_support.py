@@ -107,7 +107,7 @@ async def streamed(
             "session/respond", {"session": session, "prompt": prompt, "stream": True, **params}
         )
         result = (await client.wait(turn))["result"]
-    return result, client.events_for(turn)
+    return result, client.recorder.events_for(turn)
 
 
 async def requests_of(client: Any, session: str) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import orjson
 from anyio.abc import ByteStream, Process
-from conftest import OAMD, contract_checker
+from conftest import OAMD, recording
 
 from oamd.client import Client, connect_tcp, connect_unix
 
@@ -56,9 +56,9 @@ class Daemon:
         return e["host"], e["port"]
 
     def connect(self, transport: str = "unix", *, token: Any = "default", **kwargs: Any) -> Any:
-        """A protocol client (``initialize`` sent first, with the token unless ``token=None``)."""
-        ref: list[Client] = []
-        kwargs.setdefault("on_message", contract_checker(ref))
+        """A recording protocol client (``initialize`` sent first, with the token unless
+        ``token=None``)."""
+        kwargs = {**recording(), **kwargs}
         secret = self.token if token == "default" else token
 
         @asynccontextmanager
@@ -72,7 +72,6 @@ class Daemon:
             else:
                 opened = connect_unix(self.unix_path, token=secret, **kwargs)
             async with opened as client:
-                ref.append(client)
                 yield client
 
         return session()

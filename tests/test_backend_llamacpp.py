@@ -333,7 +333,7 @@ async def test_a_session_turn_calls_a_client_tool_with_valid_arguments_and_answe
                 )
     finally:
         await model.aclose()
-    (call,) = [c["params"]["call"] for c in client.tool_calls]
+    (call,) = [c["params"]["call"] for c in client.recorder.tool_calls]
     assert call["name"] == "take_order"
     jsonschema.validate(call["arguments"], TAKE_ORDER["parameters"])
     assert [s["kind"] for s in result["steps"]] == ["toolArguments", "respond"]

@@ -1,8 +1,13 @@
 """The ``oamd`` command line refuses values that would silently mean something else (a negative or
-nan timeout meant "wait forever", a zero line limit refused every line): exit 2 with the reason."""
+nan timeout meant "wait forever", a zero line limit refused every line): exit 2 with the reason.
+And ``oamd stdio`` serves without loading pydantic, which only the typed client needs."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+import orjson
 import pytest
 
 from oamd.cli import main
@@ -28,3 +33,62 @@ def test_a_meaningless_value_is_refused_with_its_reason(argv, reason, capsys):
         main(argv)
     assert info.value.code == 2
     assert reason in capsys.readouterr().err
+
+
+def test_oamd_stdio_serves_every_namespace_without_loading_pydantic():
+    """pydantic is the typed client's optional dependency (``oamd[client]``), never the daemon's."""
+    script = {"type": "scripted", "steps": [{"text": "Hello."}]}
+    npc_line = {"emotion": "happy", "line": "Hi.", "player_options": [], "ends_conversation": False}
+    choice = {"reasoning": "Safer.", "choice": "flee", "confidence": 60}
+    requests = [
+        ("initialize", {"protocolVersion": "1.0", "client": {"name": "tests"}}),
+        ("session/create", {"session": "s", "model": script}),
+        ("session/respond", {"session": "s", "prompt": "Hi.", "stream": True}),
+        (
+            "npc/create",
+            {
+                "npc": "n",
+                "persona": {"name": "Gorm", "role": "a smith"},
+                "model": {"type": "scripted", "steps": [{"json": npc_line}]},
+            },
+        ),
+        ("npc/talk", {"npc": "n", "line": "Hello."}),
+        (
+            "decision/decide",
+            {
+                "situation": "A goblin.",
+                "options": ["fight", "flee"],
+                "model": {"type": "scripted", "steps": [{"json": choice}]},
+            },
+        ),
+        ("world/create", {"world": "w", "state": {"gold": 1}}),
+        ("world/set", {"world": "w", "path": "gold", "value": 2}),
+        (
+            "content/generate",
+            {
+                "prompt": "A name.",
+                "schema": {"type": "string"},
+                "model": {"type": "scripted", "steps": [{"json": "Bess"}]},
+            },
+        ),
+        ("schema/validate", {"schema": {"type": "object"}}),
+        ("tools/validate", {"tools": [{"name": "open_gate", "description": "Open it."}]}),
+    ]
+    lines = b"".join(
+        orjson.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + b"\n"
+        for n, (method, params) in enumerate(requests)
+    )
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stderr.write(f'pydantic: {\"pydantic\" in sys.modules}\\n'))\n"
+        "from oamd.cli import main\n"
+        "sys.exit(main(['stdio']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=lines, capture_output=True, timeout=60, check=False
+    )
+    replies = [orjson.loads(line) for line in done.stdout.splitlines()]
+    answered = {r["id"]: r for r in replies if "id" in r}
+    assert done.returncode == 0, done.stderr.decode()
+    assert [n for n in range(len(requests)) if "result" not in answered[n]] == []
+    assert b"pydantic: False" in done.stderr

@@ -59,7 +59,7 @@ async def test_tool_call_reply_resolves_while_the_reader_keeps_serving():
     ) as client:
         with anyio.fail_after(5):
             assert await client.request("x/ask") == {"echo": {"output": "x"}}
-        assert client.tool_calls[0]["id"] == "t-1"
+        assert client.recorder.tool_calls[0]["id"] == "t-1"
 
 
 async def test_every_request_is_answered_exactly_once_under_shutdown():
@@ -69,11 +69,11 @@ async def test_every_request_is_answered_exactly_once_under_shutdown():
         tail = [await client.start("ping") for _ in range(5)]
         with anyio.fail_after(5):
             await client.closed()  # the connection closes once shutdown's response is out
-        answered = [m["id"] for m in client.received if "id" in m]
+        answered = [m["id"] for m in client.recorder.received if "id" in m]
         assert len(answered) == len(set(answered))
         assert set(ids) | {shutdown} <= set(answered) <= set(ids) | {shutdown} | set(tail)
         assert max(answered.index(i) for i in ids) < answered.index(shutdown)
-        late = [m for m in client.received if m.get("id") in tail]
+        late = [m for m in client.recorder.received if m.get("id") in tail]
         assert len(late) == len({m["id"] for m in late})  # read before closing: -32023, once each
         assert all(m["error"]["code"] == -32023 for m in late)
 
@@ -85,4 +85,4 @@ async def test_result_reply_is_sent_in_arrival_order():
         with anyio.fail_after(5):
             for msg_id in ids:
                 await client.wait(msg_id)
-        assert [m["result"]["n"] for m in client.received] == list(range(100))
+        assert [m["result"]["n"] for m in client.recorder.received] == list(range(100))

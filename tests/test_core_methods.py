@@ -76,7 +76,7 @@ async def test_shutdown_cancels_work_answers_then_rejects_everything_after():
             late = await client.wait(later)
         assert late["error"]["code"] == -32023
         assert late["error"]["data"]["code"] == "shut_down"
-        order = [m.get("id") for m in client.received]
+        order = [m.get("id") for m in client.recorder.received]
         assert order.index(sleeper) < order.index(shutdown) < order.index(later)
 
 
@@ -89,6 +89,6 @@ async def test_requests_pipelined_behind_shutdown_are_answered_after_it_in_arriv
         await client.send_raw(b"".join(orjson.dumps(line) + b"\n" for line in lines))
         with anyio.fail_after(5):
             await client.closed()
-    answered = [m["id"] for m in client.received]
+    answered = [m["id"] for m in client.recorder.received]
     assert answered == ["bye", 0, 1, 2]
-    assert all(m["error"]["data"]["code"] == "shut_down" for m in client.received[1:])
+    assert all(m["error"]["data"]["code"] == "shut_down" for m in client.recorder.received[1:])

@@ -316,7 +316,7 @@ async def test_a_forwarded_tool_timeout_sends_tool_cancel(client):
     (record,) = result["toolCalls"]
     assert record["isError"] is True
     assert record["output"] == "Tool 'weather' timed out after 50ms."
-    (call,) = client.tool_calls
+    (call,) = client.recorder.tool_calls
     assert set(cancel["params"]) == {"requestId", "id", "callId", "reason"}
     assert cancel["params"]["requestId"] == request
     assert cancel["params"]["id"] == call["id"]
@@ -394,7 +394,7 @@ async def test_decide_many_tool_calls_carry_the_index_first(client):
             },
         )
         result = (await client.wait(request))["result"]
-    call = client.tool_calls[0]
+    call = client.recorder.tool_calls[0]
     assert list(call["params"]) == ["index", "requestId", "call"]
     assert (call["params"]["index"], call["params"]["requestId"]) == (0, request)
     assert [r["optionID"] for r in result["results"]] == ["y", "y"]
@@ -417,11 +417,11 @@ async def test_decide_many_runs_at_most_max_concurrency_at_once(client):
                 ),
             },
         )
-        await client.next_message(lambda m: len(client.tool_calls) >= 2)
+        await client.next_message(lambda m: len(client.recorder.tool_calls) >= 2)
         assert await client.request("ping") == {}
-        outstanding = [c["params"]["index"] for c in client.tool_calls]
+        outstanding = [c["params"]["index"] for c in client.recorder.tool_calls]
         client.tool_handler = replying({"output": "clear"})
-        for call in list(client.tool_calls):
+        for call in list(client.recorder.tool_calls):
             await client.send({"jsonrpc": "2.0", "id": call["id"], "result": {"output": "clear"}})
         result = (await client.wait(request))["result"]
     assert sorted(outstanding) == [0, 1]

@@ -125,7 +125,7 @@ async def test_a_call_still_invalid_after_the_repair_is_recorded_as_not_made(cli
     assert record["call"]["arguments"] == {"item": "stew", "quantity": 12}
     assert record["isError"] is True
     assert record["output"] == f"The call was not made: {TOO_MANY}."
-    assert client.tool_calls == []  # never sent to the engine
+    assert client.recorder.tool_calls == []  # never sent to the engine
     types = [e["type"] for e in events]
     assert "toolCallStarted" not in types and "toolCallCompleted" in types
     assert kinds(result) == ["decide", "decide", "respond"]

@@ -8,9 +8,9 @@ import sys
 import anyio
 import orjson
 import pytest
-from conftest import OAMD, contract_checker
+from conftest import OAMD, recording
 
-from oamd.client import connect_stdio
+from oamd.client import Recorder, connect_stdio
 
 pytestmark = pytest.mark.anyio
 
@@ -19,10 +19,8 @@ MAX_LINE = 4096
 
 @pytest.fixture
 async def stdio():
-    ref = []
     argv = [*OAMD, "stdio", "--test-methods", "--max-line-bytes", str(MAX_LINE)]
-    async with connect_stdio(argv, on_message=contract_checker(ref)) as client:
-        ref.append(client)
+    async with connect_stdio(argv, **recording()) as client:
         yield client
 
 
@@ -33,8 +31,8 @@ async def exchange(client, line: bytes) -> dict:
     await client.send_raw(orjson.dumps({"jsonrpc": "2.0", "id": marker, "method": "ping"}) + b"\n")
     with anyio.fail_after(5):
         await client.next_message(lambda m: m.get("id") == marker)
-    replies = [m for m in client.received if m.get("id") != marker]
-    client.received.clear()
+    replies = [m for m in client.recorder.received if m.get("id") != marker]
+    client.recorder.received.clear()
     return replies[0] if replies else {}
 
 
@@ -53,7 +51,7 @@ async def test_integral_float_id_is_echoed_as_plain_digits(stdio):
     await stdio.send_raw(b'{"jsonrpc":"2.0","id":5.0,"method":"ping"}\n')
     with anyio.fail_after(5):
         await stdio.next_message(lambda m: "id" in m)
-    assert stdio.received[0]["id"] == 5
+    assert stdio.recorder.received[0]["id"] == 5
 
 
 @pytest.mark.parametrize(
@@ -125,7 +123,7 @@ async def test_duplicate_ids_are_each_answered(stdio):
     await stdio.send_raw(b'{"jsonrpc":"2.0","id":"d","method":"ping"}\n')
     with anyio.fail_after(5):
         await stdio.next_message(lambda m: m.get("result") == {"slept": 50})
-    assert [m["id"] for m in stdio.received] == ["d", "d"]
+    assert [m["id"] for m in stdio.recorder.received] == ["d", "d"]
 
 
 async def test_batches_are_rejected(stdio):
@@ -258,10 +256,10 @@ async def test_stdout_carries_protocol_lines_only_even_when_code_prints():
         "from oamd.cli import main\n"
         "sys.exit(main(['stdio']))\n"
     )
-    async with connect_stdio([sys.executable, "-c", code]) as client:
+    async with connect_stdio([sys.executable, "-c", code], recorder=Recorder()) as client:
         assert await client.request("test/noisy") == {"ok": True}
         assert await client.request("ping") == {}
-    assert all("jsonrpc" in m for m in client.received)
+    assert all("jsonrpc" in m for m in client.recorder.received)
 
 
 @pytest.mark.parametrize("redirect", ["stdin", "stdout"])

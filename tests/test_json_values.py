@@ -248,7 +248,7 @@ async def test_model_text_nesting_past_the_embedded_limit_is_unreadable_not_fata
         await client.request("session/create", {"session": "s", "tools": [tool], "model": model})
         response = await client.call("session/respond", {"session": "s", "prompt": "Open."})
         assert await client.request("ping") == {}
-    assert client.tool_calls == []
+    assert client.recorder.tool_calls == []
     if "error" in response:
         assert response["error"]["data"]["code"] != "internal_error"
 
@@ -267,7 +267,7 @@ async def test_scripted_arguments_as_deep_as_a_line_allows_still_reach_the_engin
         )
         result = await client.request("session/respond", {"session": "s", "prompt": "Open."})
     assert result["text"] == "ok"
-    assert client.tool_calls[0]["params"]["call"]["arguments"] == {"a": nested(118)}
+    assert client.recorder.tool_calls[0]["params"]["call"]["arguments"] == {"a": nested(118)}
 
 
 async def _opened(params: dict[str, Any]) -> dict[str, Any]:

@@ -55,7 +55,7 @@ async def test_the_limit_itself_is_accepted_and_one_more_level_refused():
             await client.send_raw(ping_with(nested(MAX_JSON_DEPTH - 1), 2))
             await client.send_raw(PING)
             await client.next_message(lambda m: m.get("id") == "after")
-    by_id = {m["id"]: m for m in client.received}
+    by_id = {m["id"]: m for m in client.recorder.received}
     assert by_id[1]["result"] == {}
     assert by_id[None]["error"]["data"] == {"code": "invalid_message", "limit": MAX_JSON_DEPTH}
     assert 2 not in by_id  # refused with id null: nothing of it reached a handler

@@ -113,7 +113,7 @@ def is_response_to(request_id: Any):
 
 
 def index_of(client, predicate) -> int:
-    return next(i for i, m in enumerate(client.received) if predicate(m))
+    return next(i for i, m in enumerate(client.recorder.received) if predicate(m))
 
 
 def replying(result: dict[str, Any]):
@@ -286,7 +286,7 @@ async def test_unsettled_state_answers_at_once_without_the_running_turn(client):
         turn = await client.start("npc/talk", {"npc": "gorm", "line": "Hi"})
         saved = await client.start("npc/state", {"npc": "gorm", "settle": False})
         unsettled = (await client.wait(saved))["result"]["state"]
-        answered_first = not any(m.get("id") == turn for m in client.received)
+        answered_first = not any(m.get("id") == turn for m in client.recorder.received)
         await client.wait(turn)
         settled = await state_of(client)
     assert answered_first

@@ -102,7 +102,7 @@ def shown_line(events: list[dict[str, Any]]) -> str:
 
 
 def index_of(client, predicate) -> int:
-    return next(i for i, m in enumerate(client.received) if predicate(m))
+    return next(i for i, m in enumerate(client.recorder.received) if predicate(m))
 
 
 def is_response_to(request_id: Any):
@@ -193,13 +193,15 @@ async def test_streamed_events_precede_the_result_and_add_up_to_the_line(client)
         await create(client, reply("Steel is patient, lad.", emotion="amused"))
         request = await client.start("npc/talk", {"npc": "gorm", "line": "Wisdom?", "stream": True})
         response = await client.wait(request)
-    notifications = [m for m in client.received if m.get("method") == "npc/event"]
-    events = client.events_for(request)
+    notifications = [m for m in client.recorder.received if m.get("method") == "npc/event"]
+    events = client.recorder.events_for(request)
     assert notifications
     assert all(set(n["params"]) == {"npc", "requestId", "event"} for n in notifications)
     assert all(n["params"]["npc"] == "gorm" for n in notifications)
     assert all(n["params"]["requestId"] == request for n in notifications)
-    last_event = max(i for i, m in enumerate(client.received) if m.get("method") == "npc/event")
+    last_event = max(
+        i for i, m in enumerate(client.recorder.received) if m.get("method") == "npc/event"
+    )
     assert last_event < index_of(client, is_response_to(request))
     assert events[0] == {"type": "emotion", "emotion": "amused"}
     assert {e["type"] for e in events[1:]} <= {"lineDelta", "lineReset"}
@@ -211,7 +213,7 @@ async def test_without_stream_there_are_no_events(client):
         await create(client, reply("Hm."), npc="quiet")
         request = await client.start("npc/talk", {"npc": "quiet", "line": "Hi"})
         await client.wait(request)
-    assert not [m for m in client.received if m.get("method") == "npc/event"]
+    assert not [m for m in client.recorder.received if m.get("method") == "npc/event"]
 
 
 async def test_a_streamed_text_reply_sends_its_emotion_then_the_line(client):
@@ -221,7 +223,7 @@ async def test_a_streamed_text_reply_sends_its_emotion_then_the_line(client):
         )
         request = await client.start("npc/talk", {"npc": "gorm", "line": "Hi", "stream": True})
         response = await client.wait(request)
-    events = client.events_for(request)
+    events = client.recorder.events_for(request)
     assert events[0] == {"type": "emotion", "emotion": "happy"}
     assert [e["type"] for e in events[1:]] == ["lineDelta"] * (len(events) - 1)
     assert len(events) >= 2
@@ -238,7 +240,7 @@ async def test_a_streamed_unknown_tag_sends_the_default_emotion_at_the_end(clien
         )
         request = await client.start("npc/talk", {"npc": "gorm", "line": "Hi", "stream": True})
         response = await client.wait(request)
-    events = client.events_for(request)
+    events = client.recorder.events_for(request)
     assert [e for e in events if e["type"] == "emotion"] == [
         {"type": "emotion", "emotion": "annoyed"}
     ]
@@ -255,7 +257,7 @@ async def test_a_streamed_fallback_sends_the_default_emotion_and_the_fallback_as
         )
         request = await client.start("npc/talk", {"npc": "gorm", "line": "War?", "stream": True})
         await client.wait(request)
-    assert client.events_for(request) == [
+    assert client.recorder.events_for(request) == [
         {"type": "emotion", "emotion": "neutral"},
         {"type": "lineDelta", "delta": "Not now, lad."},
     ]
@@ -266,7 +268,7 @@ async def test_a_streamed_automatic_retry_adds_up_to_the_retried_line(client):
         await create(client, GUARDRAIL, {"text": "[worried] Let's not speak of it."})
         request = await client.start("npc/talk", {"npc": "gorm", "line": "War?", "stream": True})
         response = await client.wait(request)
-    events = client.events_for(request)
+    events = client.recorder.events_for(request)
     assert {"type": "emotion", "emotion": "worried"} in events
     assert shown_line(events) == "Let's not speak of it." == response["result"]["line"]
 
@@ -327,7 +329,7 @@ async def test_tool_events_come_in_order_with_the_started_event_before_the_tool_
         await grounded_gorm(client, inventory(), reply("Three.", emotion="proud"))
         request = await client.start("npc/talk", {"npc": "gorm", "line": "Swords?", "stream": True})
         await client.wait(request)
-    events = client.events_for(request)
+    events = client.recorder.events_for(request)
     assert [e["type"] for e in events[:3]] == ["toolCallStarted", "toolCallCompleted", "emotion"]
     assert events[0]["execution"] == "client"
     assert events[0]["call"]["name"] == "check_inventory"
@@ -348,7 +350,7 @@ async def test_a_scripted_call_id_becomes_the_call_id(client):
     with anyio.fail_after(5):
         await grounded_gorm(client, inventory(id="inv-1"), reply("Three."))
         result = await talk(client, "Swords?")
-    assert client.tool_calls[0]["params"]["call"]["id"] == "inv-1"
+    assert client.recorder.tool_calls[0]["params"]["call"]["id"] == "inv-1"
     assert result["toolCalls"][0]["call"]["id"] == "inv-1"
 
 
@@ -378,7 +380,7 @@ async def test_a_tool_timeout_sends_tool_cancel_with_the_npc(client):
     (record,) = result["toolCalls"]
     assert record["isError"] is True
     assert record["output"] == "Tool 'check_inventory' timed out after 50ms."
-    (call,) = client.tool_calls
+    (call,) = client.recorder.tool_calls
     params = cancel["params"]
     assert set(params) == {"npc", "requestId", "id", "callId", "reason"}
     assert params["npc"] == "gorm"
@@ -561,7 +563,7 @@ async def test_the_retry_keeps_the_tool_records_and_does_not_call_tools_again(cl
     with anyio.fail_after(5):
         await grounded_gorm(client, inventory(), GUARDRAIL, {"text": "[proud] Three, lad."})
         result = await talk(client, "Swords?")
-    assert len(client.tool_calls) == 1
+    assert len(client.recorder.tool_calls) == 1
     assert [r["output"] for r in result["toolCalls"]] == ["3 in stock"]
     assert (result["line"], result["emotion"], result["isFallback"]) == (
         "Three, lad.",
@@ -711,8 +713,8 @@ async def test_remember_fact_runs_locally_and_commits_the_fact(client):
         "Remembered.",
         False,
     )
-    assert client.tool_calls == []
-    started = [e for e in client.events_for(request) if e["type"] == "toolCallStarted"]
+    assert client.recorder.tool_calls == []
+    started = [e for e in client.recorder.events_for(request) if e["type"] == "toolCallStarted"]
     assert [e["execution"] for e in started] == ["local"]
     assert memory["facts"] == ["The player's name is Aria."]
 
@@ -847,7 +849,7 @@ async def test_world_tools_run_locally_and_notify_before_the_response(client):
     assert result["toolCalls"][1]["call"]["name"] == "update_world_state"
     assert result["toolCalls"][1]["isError"] is False
     assert got["value"] == "started"
-    change_msg = next(m for m in client.received if m.get("method") == "world/changed")
+    change_msg = next(m for m in client.recorder.received if m.get("method") == "world/changed")
     assert change_msg["params"] == {
         "world": "village",
         "subscription": subscription["subscription"],
@@ -857,9 +859,9 @@ async def test_world_tools_run_locally_and_notify_before_the_response(client):
     assert index_of(client, lambda m: m.get("method") == "world/changed") < index_of(
         client, is_response_to(request)
     )
-    started = [e for e in client.events_for(request) if e["type"] == "toolCallStarted"]
+    started = [e for e in client.recorder.events_for(request) if e["type"] == "toolCallStarted"]
     assert [e["execution"] for e in started] == ["local", "local"]
-    assert client.tool_calls == []
+    assert client.recorder.tool_calls == []
 
 
 async def test_world_writes_stay_after_a_fallback(client):
@@ -913,15 +915,16 @@ async def test_fifty_npcs_talk_concurrently_without_cross_talk(client):
         assert result["npc"] == f"n{i}"
         assert result["line"] == f"I am number {i}."
         assert result["toolCalls"][0]["output"] == f"n{i} has item{i}"
-        assert shown_line(client.events_for(request)) == result["line"]
+        assert shown_line(client.recorder.events_for(request)) == result["line"]
         events = [
             m
-            for m in client.received
+            for m in client.recorder.received
             if m.get("method") == "npc/event" and m["params"]["requestId"] == request
         ]
         assert {m["params"]["npc"] for m in events} == {f"n{i}"}
     calls = {
-        c["params"]["npc"]: c["params"]["call"]["arguments"]["item"] for c in client.tool_calls
+        c["params"]["npc"]: c["params"]["call"]["arguments"]["item"]
+        for c in client.recorder.tool_calls
     }
     assert calls == {f"n{i}": f"item{i}" for i in range(50)}
 
@@ -941,5 +944,5 @@ async def test_a_direct_reply_on_an_npc_with_tools_records_no_tool(client):
         result = (await client.wait(request))["result"]
     assert result["line"] == "Just a chat."
     assert result["toolCalls"] == []
-    assert client.tool_calls == []
-    assert not [e for e in client.events_for(request) if e["type"].startswith("toolCall")]
+    assert client.recorder.tool_calls == []
+    assert not [e for e in client.recorder.events_for(request) if e["type"].startswith("toolCall")]

@@ -7,13 +7,13 @@ import orjson
 import pytest
 from conftest import OAMD
 
-from oamd.client import connect_stdio
+from oamd.client import Recorder, connect_stdio
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_pipelined_pings_are_not_held_up_by_a_sleeping_deferred_request():
-    async with connect_stdio([*OAMD, "stdio", "--test-methods"]) as client:
+    async with connect_stdio([*OAMD, "stdio", "--test-methods"], recorder=Recorder()) as client:
         lines = [
             orjson.dumps(
                 {"jsonrpc": "2.0", "id": "sleeper", "method": "test/sleep", "params": {"ms": 400}}
@@ -30,7 +30,7 @@ async def test_pipelined_pings_are_not_held_up_by_a_sleeping_deferred_request():
         with anyio.fail_after(10):
             await client.send_raw(b"\n".join(lines) + b"\n")
             await client.next_message(lambda m: m.get("id") == "sleeper")
-        ids = [m["id"] for m in client.received]
+        ids = [m["id"] for m in client.recorder.received]
         assert sorted(i for i in ids if isinstance(i, int)) == list(range(1000))
         assert len(ids) == len(set(ids)) == 1002
         assert ids[-1] == "sleeper"  # completed last, everything else answered meanwhile
@@ -44,7 +44,7 @@ async def test_a_request_after_a_slow_one_is_answered_first(client):
     with anyio.fail_after(5):
         await client.wait(slow)
         await client.wait(fast)
-    ids = [m["id"] for m in client.received]
+    ids = [m["id"] for m in client.recorder.received]
     assert ids == [fast, slow]
 
 

@@ -61,7 +61,7 @@ def test_arbitrary_lines_get_one_answer_per_request_and_the_daemon_survives(item
                 expected = {msg_id for _, msg_id in encoded if msg_id}
                 for msg_id in expected:  # deferred work may still be finishing
                     await client.next_message(lambda m, i=msg_id: m.get("id") == i)
-            responses = [m for m in client.received if "id" in m and "method" not in m]
+            responses = [m for m in client.recorder.received if "id" in m and "method" not in m]
             ids = [m["id"] for m in responses if m["id"] in expected]
             assert len(ids) == len(set(ids)) == len(expected)
             stray = [m for m in responses if m["id"] not in expected and m["id"] is not None]

@@ -54,7 +54,7 @@ async def test_a_client_that_queued_many_turns_does_not_starve_another():
                     )
                 await chatty.request("ping")  # every chatty turn has been handed its work
                 result = await quiet.request("session/respond", {"session": "q", "prompt": "go"})
-                done_before = sum(1 for m in chatty.received if m.get("id") in turns)
+                done_before = sum(1 for m in chatty.recorder.received if m.get("id") in turns)
                 assert result["text"] == "slow"
                 # round-robin: at most the chatty turn in progress and one more ran first;
                 # a FIFO limiter would have run all six
@@ -72,7 +72,7 @@ async def test_a_client_flooding_pings_does_not_hold_up_another():
                 tg.start_soon(chatty.send_raw, burst)  # blocks while the daemon reads it
                 await chatty.next_message(lambda m: m.get("id") == "f0")
                 assert await quiet.request("ping") == {}
-                answered = sum(1 for m in chatty.received if m.get("result") == {})
+                answered = sum(1 for m in chatty.recorder.received if m.get("result") == {})
             await chatty.next_message(lambda m: m.get("id") == f"f{flood - 1}")
         assert answered < flood  # the quiet client was answered in the middle of the flood
 

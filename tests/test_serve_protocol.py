@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from conftest import OAMD, contract_checker
+from conftest import OAMD, recording
 from serve_harness import serve
 
 from oamd.client import Client, connect_stdio
@@ -28,18 +28,16 @@ async def open_gate(params: dict[str, Any]) -> dict[str, Any]:
 async def bridge(request) -> AsyncIterator[Client]:
     async with AsyncExitStack() as stack:
         if request.param == "stdio":
-            ref: list[Client] = []
             argv = [*OAMD, "stdio", "--test-methods", "--max-line-bytes", str(MAX_LINE)]
             client = await stack.enter_async_context(
-                connect_stdio(argv, on_message=contract_checker(ref), tool_handler=open_gate)
+                connect_stdio(argv, tool_handler=open_gate, **recording())
             )
-            ref.append(client)
         else:
             daemon = await stack.enter_async_context(serve("--max-line-bytes", str(MAX_LINE)))
             client = await stack.enter_async_context(
                 daemon.connect(request.param, tool_handler=open_gate)
             )
-        client.received.clear()
+        client.recorder.received.clear()
         yield client
 
 
@@ -50,8 +48,8 @@ async def exchange(client: Client, raw: bytes) -> dict[str, Any]:
     await client.send_raw(orjson.dumps({"jsonrpc": "2.0", "id": marker, "method": "ping"}) + b"\n")
     with anyio.fail_after(5):
         await client.next_message(lambda m: m.get("id") == marker)
-    replies = [m for m in client.received if m.get("id") != marker]
-    client.received.clear()
+    replies = [m for m in client.recorder.received if m.get("id") != marker]
+    client.recorder.received.clear()
     return replies[0] if replies else {}
 
 
@@ -114,7 +112,7 @@ async def test_a_turn_with_a_client_tool_round_trips_a_tool_call(bridge):
         await bridge.request("session/create", {"session": "g", "model": model, "tools": [tool]})
         result = await bridge.request("session/respond", {"session": "g", "prompt": "Open it."})
     assert result["text"] == "the north gate is open"
-    assert [c["params"]["call"]["name"] for c in bridge.tool_calls] == ["open_gate"]
+    assert [c["params"]["call"]["name"] for c in bridge.recorder.tool_calls] == ["open_gate"]
 
 
 async def test_a_cancel_before_the_commit_answers_cancelled(bridge):
@@ -137,4 +135,4 @@ async def test_pipelined_requests_are_answered_in_arrival_order(bridge):
     await bridge.send_raw(burst)
     with anyio.fail_after(5):
         await bridge.next_message(lambda m: m.get("id") == ids[-1])
-    assert [m["id"] for m in bridge.received] == ids
+    assert [m["id"] for m in bridge.recorder.received] == ids

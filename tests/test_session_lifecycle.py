@@ -855,7 +855,7 @@ async def test_settings_wait_behind_a_running_turn(client):
         meanwhile = await entry(client, "g")
         await client.wait(setting)
         await client.wait(turn)
-    order = [m.get("id") for m in client.received]
+    order = [m.get("id") for m in client.recorder.received]
     assert meanwhile["instructions"] == "Old."
     assert meanwhile["pendingOperations"] == 2
     assert order.index(turn) < order.index(setting)

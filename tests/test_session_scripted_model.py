@@ -382,14 +382,14 @@ async def test_the_complete_exchange_of_the_protocol_document_replays_field_by_f
 
     # ← the create response, before anything the turn sends
     first_event_at = next(
-        i for i, m in enumerate(client.received) if m.get("method") == "session/event"
+        i for i, m in enumerate(client.recorder.received) if m.get("method") == "session/event"
     )
-    create_at = next(i for i, m in enumerate(client.received) if m.get("id") == 2)
+    create_at = next(i for i, m in enumerate(client.recorder.received) if m.get("id") == 2)
     assert create_at < first_event_at
-    assert client.received[create_at]["result"] == {"session": "guard", "warnings": []}
+    assert client.recorder.received[create_at]["result"] == {"session": "guard", "warnings": []}
 
     # The turn's messages, in order.
-    turn_msgs = client.received[first_event_at:]
+    turn_msgs = client.recorder.received[first_event_at:]
     events = [m["params"] for m in turn_msgs if m.get("method") == "session/event"]
     assert all(e["session"] == "guard" and e["requestId"] == 3 for e in events)
     kinds = [e["event"]["type"] for e in events]
@@ -414,10 +414,10 @@ async def test_the_complete_exchange_of_the_protocol_document_replays_field_by_f
     assert tool_call["params"] == {"session": "guard", "requestId": 3, "call": started["call"]}
     started_at = next(
         i
-        for i, m in enumerate(client.received)
+        for i, m in enumerate(client.recorder.received)
         if m.get("method") == "session/event" and m["params"]["event"]["type"] == "toolCallStarted"
     )
-    assert client.received[started_at + 1] is tool_call
+    assert client.recorder.received[started_at + 1] is tool_call
 
     record = completed["record"]
     assert record["call"] == started["call"]
@@ -437,7 +437,7 @@ async def test_the_complete_exchange_of_the_protocol_document_replays_field_by_f
     assert texts[-1]["text"] == GUARD_ANSWER
 
     # ← the response, last
-    assert client.received[-1] is response
+    assert client.recorder.received[-1] is response
     result = response["result"]
     assert list(result) == ["session", "text", "toolCalls", "usage", "steps"]
     assert result["session"] == "guard"

@@ -42,21 +42,23 @@ async def streamed_turn(client, model: dict[str, Any], *, request_id: Any = None
 
 
 def text_events(client, turn: Any) -> list[dict[str, Any]]:
-    return [e for e in client.events_for(turn) if e["type"] == "text"]
+    return [e for e in client.recorder.events_for(turn) if e["type"] == "text"]
 
 
 async def test_streamed_events_all_precede_the_response_and_start_with_a_model_step(client):
     with anyio.fail_after(5):
         turn, result = await streamed_turn(client, scripted({"text": STEEL, "chunks": 5}))
-    positions = [i for i, m in enumerate(client.received) if m.get("method") == "session/event"]
-    response_at = next(i for i, m in enumerate(client.received) if m.get("id") == turn)
+    positions = [
+        i for i, m in enumerate(client.recorder.received) if m.get("method") == "session/event"
+    ]
+    response_at = next(i for i, m in enumerate(client.recorder.received) if m.get("id") == turn)
     assert positions and max(positions) < response_at
-    events = client.events_for(turn)
+    events = client.recorder.events_for(turn)
     assert events[0]["type"] == "modelStep"
     assert "text" in [e["type"] for e in events]
     assert all(
         n["params"]["session"] == "g"
-        for n in client.notifications
+        for n in client.recorder.notifications
         if n["method"] == "session/event"
     )
     assert result["text"] == STEEL
@@ -117,14 +119,14 @@ async def test_no_events_are_sent_without_stream(client):
         await client.request("session/create", {"session": "g", "model": scripted({"text": STEEL})})
         turn = await client.start("session/respond", {"session": "g", "prompt": "Tell me."})
         await client.wait(turn)
-    assert client.events_for(turn) == []
-    assert [n for n in client.notifications if n["method"] == "session/event"] == []
+    assert client.recorder.events_for(turn) == []
+    assert [n for n in client.recorder.notifications if n["method"] == "session/event"] == []
 
 
 async def test_model_step_events_match_the_result_steps(client):
     with anyio.fail_after(5):
         turn, result = await streamed_turn(client, scripted({"text": STEEL}))
-    steps = [e["step"] for e in client.events_for(turn) if e["type"] == "modelStep"]
+    steps = [e["step"] for e in client.recorder.events_for(turn) if e["type"] == "modelStep"]
     assert [apple(s) for s in steps] == [apple(s) for s in result["steps"]]
 
 
@@ -134,7 +136,7 @@ async def test_model_step_events_match_the_result_steps(client):
 def turn_sequence(client, turn: Any) -> list[str]:
     """What the daemon sent for ``turn``, in order, with consecutive text events merged."""
     out: list[str] = []
-    for msg in client.received:
+    for msg in client.recorder.received:
         params = msg.get("params", {})
         if msg.get("method") == "session/event" and params.get("requestId") == turn:
             label = params["event"]["type"]
@@ -184,7 +186,7 @@ async def test_a_streamed_tool_turn_sends_events_and_the_tool_call_in_order(clie
 async def test_a_streamed_tool_turn_reports_steps_calls_and_records(client):
     with anyio.fail_after(5):
         turn, result = await tool_turn(client)
-    events = client.events_for(turn)
+    events = client.recorder.events_for(turn)
     steps = [apple(e["step"]) for e in events if e["type"] == "modelStep"]
     assert steps == [
         {
@@ -205,7 +207,7 @@ async def test_a_streamed_tool_turn_reports_steps_calls_and_records(client):
     (started,) = [e for e in events if e["type"] == "toolCallStarted"]
     (completed,) = [e for e in events if e["type"] == "toolCallCompleted"]
     assert started["execution"] == "client"
-    assert started["call"] == client.tool_calls[0]["params"]["call"]
+    assert started["call"] == client.recorder.tool_calls[0]["params"]["call"]
     assert completed["record"] == result["toolCalls"][0]
     assert completed["record"]["output"] == {"opened": False}
     assert "".join(e["delta"] for e in events if e["type"] == "text") == result["text"]
@@ -217,20 +219,24 @@ async def test_request_id_tags_keep_the_respond_ids_type(client):
         turn, _ = await tool_turn(client, request_id="turn-7")
     assert turn == "turn-7"
     tagged = [
-        n["params"]["requestId"] for n in client.notifications if n["method"] == "session/event"
+        n["params"]["requestId"]
+        for n in client.recorder.notifications
+        if n["method"] == "session/event"
     ]
     assert tagged and set(tagged) == {"turn-7"}
-    assert client.tool_calls[0]["params"]["requestId"] == "turn-7"
+    assert client.recorder.tool_calls[0]["params"]["requestId"] == "turn-7"
 
 
 async def test_numeric_request_ids_are_echoed_as_numbers(client):
     with anyio.fail_after(5):
         turn, _ = await tool_turn(client, request_id=1234567890123456)
     tagged = [
-        n["params"]["requestId"] for n in client.notifications if n["method"] == "session/event"
+        n["params"]["requestId"]
+        for n in client.recorder.notifications
+        if n["method"] == "session/event"
     ]
     assert tagged and all(t == 1234567890123456 and isinstance(t, int) for t in tagged)
-    assert client.tool_calls[0]["params"]["requestId"] == turn
+    assert client.recorder.tool_calls[0]["params"]["requestId"] == turn
 
 
 async def test_a_timed_out_call_sends_tool_cancel_after_its_completed_event(client):
@@ -242,10 +248,12 @@ async def test_a_timed_out_call_sends_tool_cancel_after_its_completed_event(clie
         turn, _ = await streamed_turn(client, model, tools=[{**OPEN_GATE, "timeoutSeconds": 0.2}])
     completed_at = next(
         i
-        for i, m in enumerate(client.received)
+        for i, m in enumerate(client.recorder.received)
         if m.get("method") == "session/event"
         and m["params"]["event"]["type"] == "toolCallCompleted"
     )
-    cancel_at = next(i for i, m in enumerate(client.received) if m.get("method") == "tool/cancel")
-    response_at = next(i for i, m in enumerate(client.received) if m.get("id") == turn)
+    cancel_at = next(
+        i for i, m in enumerate(client.recorder.received) if m.get("method") == "tool/cancel"
+    )
+    response_at = next(i for i, m in enumerate(client.recorder.received) if m.get("id") == turn)
     assert completed_at < cancel_at < response_at

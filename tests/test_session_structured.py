@@ -93,7 +93,7 @@ async def test_a_streamed_schema_turn_sends_partial_events(client):
             {"session": "g", "prompt": "Offer.", "schema": CHOICE_SCHEMA, "stream": True},
         )
         reply = await client.wait(turn)
-    types = [e["type"] for e in client.events_for(turn)]
+    types = [e["type"] for e in client.recorder.events_for(turn)]
     assert types[0] == "modelStep"
     assert "partial" in types
     assert reply["result"]["structured"]["choice"] == "refuse"

@@ -67,7 +67,7 @@ async def reply_to(client, tool_call: dict[str, Any], result: dict[str, Any]) ->
 
 
 def index_of(client, predicate) -> int:
-    return next(i for i, m in enumerate(client.received) if predicate(m))
+    return next(i for i, m in enumerate(client.recorder.received) if predicate(m))
 
 
 # ---- the round trip --------------------------------------------------------------------------
@@ -86,7 +86,7 @@ async def test_tool_call_carries_session_request_id_and_the_call(client):
             "session/respond", {"session": "guard", "prompt": "Open the north gate."}
         )
         await client.wait(turn)
-    (request,) = client.tool_calls
+    (request,) = client.recorder.tool_calls
     assert isinstance(request["id"], str) and request["id"].startswith("t-")
     params = request["params"]
     assert set(params) == {"session", "requestId", "call"}
@@ -110,7 +110,7 @@ async def test_the_tool_output_reaches_the_model_and_the_record(client):
     assert result["text"] == 'Gate result: {"opened":true}'
     (record,) = result["toolCalls"]
     assert set(record) == RECORD_KEYS
-    assert record["call"] == client.tool_calls[0]["params"]["call"]
+    assert record["call"] == client.recorder.tool_calls[0]["params"]["call"]
     assert record["output"] == {"opened": True}
     assert record["isError"] is False
     assert isinstance(record["durationSeconds"], int | float) and record["durationSeconds"] >= 0
@@ -121,7 +121,7 @@ async def test_a_scripted_call_id_becomes_the_call_id(client):
     with anyio.fail_after(5):
         await create_guard(client, {"toolCalls": [open_gate(id="gate-1")]}, {"text": "Done."})
         result = await client.request("session/respond", {"session": "guard", "prompt": "Open."})
-    assert client.tool_calls[0]["params"]["call"]["id"] == "gate-1"
+    assert client.recorder.tool_calls[0]["params"]["call"]["id"] == "gate-1"
     assert result["toolCalls"][0]["call"]["id"] == "gate-1"
 
 
@@ -132,7 +132,7 @@ async def test_tool_call_ids_count_up_across_turns(client):
         await create_guard(client, *model_steps)
         await client.request("session/respond", {"session": "guard", "prompt": "Open."})
         await client.request("session/respond", {"session": "guard", "prompt": "Again."})
-    assert [c["id"] for c in client.tool_calls] == ["t-1", "t-2"]
+    assert [c["id"] for c in client.recorder.tool_calls] == ["t-1", "t-2"]
 
 
 async def test_the_turn_waits_for_the_client_to_answer(client):
@@ -141,7 +141,7 @@ async def test_the_turn_waits_for_the_client_to_answer(client):
         turn = await client.start("session/respond", {"session": "guard", "prompt": "Open."})
         tool_call = await client.next_message(is_tool_call)
         assert await client.request("ping") == {}
-        answered_early = any(m.get("id") == turn for m in client.received)
+        answered_early = any(m.get("id") == turn for m in client.recorder.received)
         await reply_to(client, tool_call, {"output": "The gate opened."})
         reply = await client.wait(turn)
     assert not answered_early
@@ -218,8 +218,8 @@ async def test_several_calls_of_one_step_can_be_answered_out_of_order(client):
             {"template": "{toolOutputs}"},
         )
         turn = await client.start("session/respond", {"session": "guard", "prompt": "Open both."})
-        await client.next_message(lambda m: len(client.tool_calls) >= 2)
-        by_gate = {c["params"]["call"]["arguments"]["gate"]: c for c in client.tool_calls}
+        await client.next_message(lambda m: len(client.recorder.tool_calls) >= 2)
+        by_gate = {c["params"]["call"]["arguments"]["gate"]: c for c in client.recorder.tool_calls}
         north, south = by_gate["north"], by_gate["south"]
         await reply_to(client, south, {"output": "South opened."})
         await reply_to(client, north, {"output": "North opened."})
@@ -240,7 +240,7 @@ async def test_calls_beyond_max_tool_calls_get_the_budget_error_without_a_tool_c
             options={"maxToolCalls": 1},
         )
         result = await client.request("session/respond", {"session": "guard", "prompt": "Open."})
-    assert len(client.tool_calls) == 1
+    assert len(client.recorder.tool_calls) == 1
     assert len(result["toolCalls"]) == 2
     (over,) = [r for r in result["toolCalls"] if r["isError"]]
     assert over["output"] == BUDGET_TEXT
@@ -262,7 +262,7 @@ async def test_an_over_budget_call_only_sends_a_completed_event(client):
             "session/respond", {"session": "guard", "prompt": "Open.", "stream": True}
         )
         await client.wait(turn)
-    types = [e["type"] for e in client.events_for(turn)]
+    types = [e["type"] for e in client.recorder.events_for(turn)]
     assert types.count("toolCallStarted") == 1
     assert types.count("toolCallCompleted") == 2
 
@@ -296,8 +296,8 @@ async def test_a_timed_out_call_gets_tool_cancel_before_the_response(client):
         )
         turn = await client.start("session/respond", {"session": "guard", "prompt": "Open."})
         reply = await client.wait(turn)
-    (tool_call,) = client.tool_calls
-    cancel = next(m for m in client.received if is_tool_cancel(m))
+    (tool_call,) = client.recorder.tool_calls
+    cancel = next(m for m in client.recorder.received if is_tool_cancel(m))
     params = cancel["params"]
     assert set(params) == {"session", "requestId", "id", "callId", "reason"}
     assert params["id"] == tool_call["id"]
@@ -345,11 +345,11 @@ async def test_a_late_reply_after_the_timeout_is_ignored_and_the_daemon_keeps_wo
             tools=[{**OPEN_GATE, "timeoutSeconds": 0.2}],
         )
         await client.request("session/respond", {"session": "guard", "prompt": "Open."})
-        (tool_call,) = client.tool_calls
-        seen = len(client.received)
+        (tool_call,) = client.recorder.tool_calls
+        seen = len(client.recorder.received)
         await reply_to(client, tool_call, {"output": "Too late."})
         assert await client.request("ping") == {}
-        after_ping = client.received[seen:]
+        after_ping = client.recorder.received[seen:]
         result = await client.request("session/respond", {"session": "guard", "prompt": "Again."})
     assert len(after_ping) == 1  # only the ping's response: the late reply got no answer
     assert result["text"] == "Next turn."
@@ -399,10 +399,10 @@ async def test_a_reply_after_cancellation_is_ignored(client):
         await client.request("session/cancel", {"session": "guard"})
         await client.wait(turn)
         await client.next_message(is_tool_cancel)
-        seen = len(client.received)
+        seen = len(client.recorder.received)
         await reply_to(client, tool_call, {"output": "Opened anyway."})
         assert await client.request("ping") == {}
-    assert len(client.received[seen:]) == 1
+    assert len(client.recorder.received[seen:]) == 1
 
 
 async def test_delete_while_a_call_is_outstanding_sends_tool_cancel(client):

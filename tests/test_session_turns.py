@@ -101,7 +101,7 @@ async def test_a_turn_without_stream_sends_no_session_events(client):
     with anyio.fail_after(5):
         await create(client, session="g", model=scripted({"text": "Welcome to the forge."}))
         await respond(client, "g")
-    assert [n for n in client.notifications if n["method"] == "session/event"] == []
+    assert [n for n in client.recorder.notifications if n["method"] == "session/event"] == []
 
 
 async def test_an_empty_prompt_is_allowed(client):
@@ -203,7 +203,7 @@ async def test_a_per_turn_tool_choice_none_overrides_a_required_session(client):
         result = await respond(client, "g", toolChoice="none")
     assert apple_steps(result["steps"]) == [step(0, 0, "disallowed", [])]
     assert result["toolCalls"] == []
-    assert client.tool_calls == []
+    assert client.recorder.tool_calls == []
 
 
 async def test_max_tool_rounds_zero_disallows_tools_from_the_first_step(client):
@@ -252,7 +252,7 @@ async def test_explicit_with_respond_directly_answers_without_a_visible_tool_cal
         result = await respond(client, "g", "Hi!")
     assert result["text"] == "Hello there."
     assert result["toolCalls"] == []
-    assert client.tool_calls == []
+    assert client.recorder.tool_calls == []
     assert apple_steps(result["steps"]) == [
         step(0, 0, "required", ["check_menu"]),
         step(1, 1, "disallowed", []),
@@ -419,7 +419,7 @@ async def test_pipelined_requests_keep_their_order(client):
     assert replies[1]["result"]["text"] == "A:first"
     assert replies[2]["result"]["text"] == "B:second"
     assert replies[3]["result"] == {"session": "pipe"}
-    order = [m.get("id") for m in client.received if "method" not in m]
+    order = [m.get("id") for m in client.recorder.received if "method" not in m]
     assert order == [created, first, second, setting]
 
 
@@ -433,7 +433,9 @@ async def test_turns_on_two_sessions_run_in_parallel_while_other_requests_are_se
         created = await client.wait(
             await client.start("session/create", {"session": "c", "model": "scripted"})
         )
-        answered_meanwhile = not any(m.get("id") in (turn_a, turn_b) for m in client.received)
+        answered_meanwhile = not any(
+            m.get("id") in (turn_a, turn_b) for m in client.recorder.received
+        )
         replies = [await client.wait(turn_a), await client.wait(turn_b)]
         elapsed = time.monotonic() - start
     assert created["result"]["session"] == "c"
@@ -455,7 +457,7 @@ async def test_a_turn_queued_behind_its_own_session_waits_for_it(client):
         elapsed = time.monotonic() - start
         await client.wait(a1)
         await client.wait(b1)
-    order = [m.get("id") for m in client.received if "method" not in m]
+    order = [m.get("id") for m in client.recorder.received if "method" not in m]
     assert reply["result"]["text"] == "a2"
     assert order.index(a1) < order.index(a2)
     assert order.index(b1) < order.index(a2)

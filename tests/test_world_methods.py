@@ -35,7 +35,7 @@ async def error_of(client: Client, method: str, params: dict[str, Any] | None = 
 
 
 def changes(client: Client) -> list[dict[str, Any]]:
-    return [n["params"] for n in client.notifications if n["method"] == "world/changed"]
+    return [n["params"] for n in client.recorder.notifications if n["method"] == "world/changed"]
 
 
 # ---- the reference's tests -------------------------------------------------------------------
@@ -157,8 +157,8 @@ async def test_subscriptions_notify_before_the_response(client: Client) -> None:
         "oldValue": 60,
         "newValue": 45,
     }
-    first_change = next(i for i, m in enumerate(client.received) if m.get("method"))
-    response = next(i for i, m in enumerate(client.received) if m.get("id") == set_id)
+    first_change = next(i for i, m in enumerate(client.recorder.received) if m.get("method"))
+    response = next(i for i, m in enumerate(client.recorder.received) if m.get("id") == set_id)
     assert first_change < response
 
     # outside the path only the catch-all hears it
@@ -307,8 +307,8 @@ async def test_merge_sends_one_change_per_leaf_in_patch_order_before_the_respons
     assert by_path["player.mood"]["newValue"] == {"now": "calm"}
     assert by_path["t"] == {"world": "v", "subscription": "sub2", "path": "t", "oldValue": 1}
     assert "oldValue" not in by_path["weather"]
-    response = next(i for i, m in enumerate(client.received) if m.get("id") == merge_id)
-    last_change = max(i for i, m in enumerate(client.received) if m.get("method"))
+    response = next(i for i, m in enumerate(client.recorder.received) if m.get("id") == merge_id)
+    last_change = max(i for i, m in enumerate(client.recorder.received) if m.get("method"))
     assert last_change < response
     snap = await client.request("world/snapshot", {"world": "v"})
     assert snap["state"] == {

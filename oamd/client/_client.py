@@ -1,8 +1,27 @@
-"""Client: correlates responses, routes notifications by ``requestId``, answers ``tool/call``.
+"""Client: one connection to a bridge. Correlates responses, hands a request's notifications to its
+callback, answers ``tool/call`` through ``tool_handler`` (what it returns is sent as the
+``result``; raise ``RpcError`` to answer with an ``error``).
 
-Every message the daemon sends is also appended to ``received`` in arrival order, so tests can
-assert on ordering. ``tool_handler`` answers ``tool/call`` requests; what it returns is sent as the
-``result`` (raise ``RpcError`` to answer with an ``error``).
+What it guarantees:
+
+- Every request ends exactly once: with its response, or with ``ConnectionClosed`` once the daemon
+  has closed its side (or the client was closed). A request started after that fails at once.
+- Each ``next_message`` waiter is woken once, with the first message matching its own predicate.
+- Notifications and the response of one request reach the caller in arrival order: a request's
+  ``on_notification`` callback has seen every event before its response is returned.
+- What the engine's code does cannot take the connection down: a ``tool_handler`` that raises
+  costs that one ``tool/call`` (``RpcError`` is sent as itself, anything else as
+  ``internal_error``, whose message the model reads, logged with its traceback); a notification
+  callback that raises is logged and skipped.
+- Nothing is kept per message unless a ``Recorder`` is attached (``recorder=``).
+- An exception raised inside ``async with client`` leaves it as itself; only a failure of the
+  client's own tasks comes out as an ``ExceptionGroup``.
+
+Exceptions::
+
+    Exception
+    ├── RpcError           the daemon answered a request with an error
+    └── ConnectionClosed   no answer can arrive any more
 """
 
 from __future__ import annotations
@@ -10,22 +29,36 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import logging
 from collections.abc import Awaitable, Callable
+from enum import Enum
 from typing import Any
 
 import anyio
 import orjson
 from anyio.abc import ByteStream, TaskGroup
 
+from oamd.client._recorder import Recorder
+from oamd.rpc.errors import CODES
 from oamd.transport.framing import LineFramer
 
-__all__ = ["Client", "RpcError", "ToolHandler"]
+__all__ = ["Client", "ConnectionClosed", "NotificationCallback", "RpcError", "ToolHandler"]
 
-ToolHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+log = logging.getLogger("oamd.client")
+
+ToolHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+"""Answers a ``tool/call``: given its ``params``, returns the reply's ``result``."""
+
+NotificationCallback = Callable[[dict[str, Any]], None]
+"""Receives the ``params`` of each notification carrying a request's id as ``requestId``."""
 
 
 class RpcError(Exception):
-    """An error response: ``code``, ``message`` and ``data`` (``data["code"]`` is the stable name)."""
+    """An error response: ``code``, ``message`` and ``data`` (``data["code"]`` is the stable name).
+
+    Raised by ``request`` when the daemon answers with an error; a ``tool_handler`` raises it to
+    answer a ``tool/call`` with exactly this error.
+    """
 
     def __init__(self, code: int, message: str, data: dict[str, Any] | None = None) -> None:
         super().__init__(f"{code} {message}")
@@ -35,6 +68,7 @@ class RpcError(Exception):
 
     @property
     def name(self) -> str:
+        """The stable snake_case name (``data.code``), e.g. ``session_not_found``."""
         return str(self.data.get("code", ""))
 
     def to_error(self) -> dict[str, Any]:
@@ -44,6 +78,18 @@ class RpcError(Exception):
         return out
 
 
+class ConnectionClosed(Exception):
+    """Raised when an answer can no longer arrive: by a request (or ``wait``, ``next_message``,
+    ``send``) once the daemon has closed its side of the connection or the client was closed,
+    whether the request was already in flight or started afterwards."""
+
+
+class _State(Enum):
+    UNOPENED = "unopened"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
 def _decode(line: bytes) -> Any:
     try:
         return orjson.loads(line)
@@ -51,17 +97,48 @@ def _decode(line: bytes) -> Any:
         return json.loads(line)  # what orjson refuses: escaped lone surrogates
 
 
-class _Waiter:
-    __slots__ = ("event", "events", "response")
+def _lookup(table: dict[Any, Any], key: Any) -> Any:
+    try:
+        return table.get(key)
+    except TypeError:  # an unhashable id (a list or object) matches nothing we sent
+        return None
 
-    def __init__(self) -> None:
+
+class _Pending:
+    """A request in flight: its response once it arrives, and its notification callback."""
+
+    __slots__ = ("event", "on_notification", "response")
+
+    def __init__(self, on_notification: NotificationCallback | None) -> None:
         self.event = anyio.Event()
         self.response: dict[str, Any] | None = None
-        self.events: list[dict[str, Any]] = []
+        self.on_notification = on_notification
+
+
+class _Watch:
+    """One ``next_message`` waiter, with its own event: a wake-up is never shared or lost."""
+
+    __slots__ = ("error", "event", "match", "predicate")
+
+    def __init__(self, predicate: Callable[[dict[str, Any]], bool]) -> None:
+        self.predicate = predicate
+        self.event = anyio.Event()
+        self.match: dict[str, Any] | None = None
+        self.error: Exception | None = None
+
+
+_MAX_LINE_BYTES = 64 * 1024 * 1024
+"""Longest line read from the daemon; a longer one is skipped unread."""
 
 
 class Client:
-    """A connection to a bridge. Use as an async context manager around a byte stream."""
+    """A connection to a bridge over a byte stream. Use as an async context manager.
+
+    ``tool_handler`` answers ``tool/call`` requests (without one they stay unanswered and the
+    daemon's timeout applies); ``on_message`` sees every message from the daemon, in arrival
+    order (an exception it raises ends the client: the tests use it to check the contract);
+    ``recorder`` keeps a log of the traffic as ``client.recorder``; without one nothing is kept.
+    """
 
     def __init__(
         self,
@@ -69,36 +146,44 @@ class Client:
         *,
         tool_handler: ToolHandler | None = None,
         on_message: Callable[[dict[str, Any]], None] | None = None,
-        max_line_bytes: int = 64 * 1024 * 1024,
+        recorder: Recorder | None = None,
+        max_line_bytes: int = _MAX_LINE_BYTES,
     ) -> None:
         self._stream = stream
         self.tool_handler = tool_handler
+        self.recorder = recorder
         self._on_message = on_message
         self._framer = LineFramer(max_line_bytes)
         self._ids = itertools.count(1)
-        self._waiters: dict[Any, _Waiter] = {}
+        self._pending: dict[Any, _Pending] = {}
+        self._watches: list[_Watch] = []
         self._tg: TaskGroup | None = None
+        self._state = _State.UNOPENED
         self._closed = anyio.Event()
-        self._message_arrived = anyio.Event()
-        self.received: list[dict[str, Any]] = []
-        """Every message from the daemon, in arrival order."""
-        self.notifications: list[dict[str, Any]] = []
-        self.tool_calls: list[dict[str, Any]] = []
-        """Every ``tool/call`` request received."""
-        self.sent_methods: dict[Any, str] = {}
-        """Request id → method, for every request sent (lets tests check responses per method)."""
 
     async def __aenter__(self) -> Client:
+        if self._state is not _State.UNOPENED:
+            raise RuntimeError(f"A client can be entered once; this one is {self._state.value}.")
+        self._state = _State.OPEN
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._read)
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> None:
-        assert self._tg is not None
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        if self._tg is None:
+            raise RuntimeError("The client was never entered.")
         self._tg.cancel_scope.cancel()
-        await self._tg.__aexit__(*exc_info)
-        await self._stream.aclose()
+        try:
+            if exc is None or isinstance(exc, anyio.get_cancelled_exc_class()):
+                await self._tg.__aexit__(exc_type, exc, tb)
+            else:  # the caller's own error leaves as itself, not wrapped in an ExceptionGroup
+                await self._tg.__aexit__(None, None, None)
+        finally:
+            self._fail_waiters()
+            await self._stream.aclose()
 
     # ---- sending -----------------------------------------------------------------------------
 
@@ -106,13 +191,26 @@ class Client:
         return next(self._ids)
 
     async def send_raw(self, data: bytes) -> None:
-        """Writes bytes as they are (tests of framing)."""
-        await self._stream.send(data)
+        """Writes bytes as they are (tests of framing).
+
+        Raises:
+            ConnectionClosed: the connection is closed.
+        """
+        self._check_open()
+        try:
+            await self._stream.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            raise ConnectionClosed("The connection is closed; nothing can be sent.") from exc
 
     async def send(self, message: dict[str, Any]) -> None:
-        if "method" in message and "id" in message:
-            self.sent_methods[message["id"]] = message["method"]
-        await self._stream.send(orjson.dumps(message) + b"\n")
+        """Sends one message as it is (recorded when a recorder is attached).
+
+        Raises:
+            ConnectionClosed: the connection is closed.
+        """
+        if self.recorder is not None:
+            self.recorder.record_sent(message)
+        await self.send_raw(orjson.dumps(message) + b"\n")
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -121,67 +219,128 @@ class Client:
         await self.send(msg)
 
     async def start(
-        self, method: str, params: dict[str, Any] | None = None, *, id: Any = None
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        id: Any = None,
+        on_notification: NotificationCallback | None = None,
     ) -> Any:
-        """Sends a request without waiting; returns its id (pass it to ``wait``)."""
+        """Sends a request without waiting; returns its id, which must be passed to ``wait``.
+
+        ``on_notification`` receives the ``params`` of every notification whose ``requestId`` is
+        this request's id, until its response arrives.
+
+        Raises:
+            ConnectionClosed: the connection is already closed.
+        """
+        self._check_open()
         msg_id = self.next_id() if id is None else id
-        self._waiters[msg_id] = _Waiter()
+        self._pending[msg_id] = _Pending(on_notification)
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             msg["params"] = params
-        await self.send(msg)
+        try:
+            await self.send(msg)
+        except BaseException:
+            self._pending.pop(msg_id, None)
+            raise
         return msg_id
 
     async def wait(self, msg_id: Any) -> dict[str, Any]:
-        """The raw response message for a request sent with ``start``."""
-        waiter = self._waiters[msg_id]
-        await waiter.event.wait()
-        del self._waiters[msg_id]
-        assert waiter.response is not None
-        return waiter.response
+        """The raw response message for a request sent with ``start``.
 
-    async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Sends a request and returns the raw response message (``result`` or ``error``)."""
-        return await self.wait(await self.start(method, params))
+        Raises:
+            ConnectionClosed: the connection closed before the response arrived.
+        """
+        pending = self._pending[msg_id]
+        try:
+            await pending.event.wait()
+        finally:
+            del self._pending[msg_id]  # cancelled or not: a late response is dropped
+        if pending.response is None:
+            raise ConnectionClosed(f"The connection closed before request {msg_id!r} was answered.")
+        return pending.response
 
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+    async def call(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        on_notification: NotificationCallback | None = None,
+    ) -> dict[str, Any]:
+        """Sends a request and returns the raw response message (``result`` or ``error``).
+
+        Raises:
+            ConnectionClosed: the connection closed before the response arrived.
+        """
+        return await self.wait(await self.start(method, params, on_notification=on_notification))
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        on_notification: NotificationCallback | None = None,
+    ) -> Any:
         """Sends a request and returns its ``result``.
 
         Raises:
             RpcError: the daemon answered with an error.
+            ConnectionClosed: the connection closed before the response arrived.
         """
-        response = await self.call(method, params)
+        response = await self.call(method, params, on_notification=on_notification)
         if "error" in response:
             err = response["error"]
             raise RpcError(err.get("code", 0), err.get("message", ""), err.get("data"))
         return response["result"]
 
-    def events_for(self, request_id: Any) -> list[dict[str, Any]]:
-        """The ``event`` payloads of every notification carrying ``requestId``, in order."""
-        return [
-            n["params"]["event"]
-            for n in self.notifications
-            if n.get("params", {}).get("requestId") == request_id and "event" in n["params"]
-        ]
-
     async def next_message(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        """Waits for (and returns) the first received message matching ``predicate``."""
-        seen = 0
-        while True:
-            for msg in self.received[seen:]:
+        """Waits for (and returns) the first message from the daemon matching ``predicate``.
+
+        With a recorder attached the search starts at the first message received; without one,
+        only messages arriving after the call are seen.
+
+        Raises:
+            ConnectionClosed: the connection closed before a matching message arrived.
+        """
+        if self.recorder is not None:
+            for msg in self.recorder.received:
                 if predicate(msg):
                     return msg
-            seen = len(self.received)
-            if self._closed.is_set():
-                raise anyio.EndOfStream
-            self._message_arrived = anyio.Event()
-            await self._message_arrived.wait()
+        self._check_open()
+        watch = _Watch(predicate)
+        self._watches.append(watch)
+        try:
+            await watch.event.wait()
+        finally:
+            self._watches.remove(watch)
+        if watch.error is not None:
+            raise watch.error
+        if watch.match is None:
+            raise ConnectionClosed("The connection closed before a matching message arrived.")
+        return watch.match
 
     async def closed(self) -> None:
         """Returns once the daemon closed its side."""
         await self._closed.wait()
 
     # ---- receiving ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._state is _State.CLOSED:
+            raise ConnectionClosed("The connection is closed.")
+        if self._state is _State.UNOPENED:
+            raise RuntimeError("Enter the client (async with) before using it.")
+
+    def _fail_waiters(self) -> None:
+        """Wakes every waiter; those without an answer raise ``ConnectionClosed``."""
+        self._state = _State.CLOSED
+        self._closed.set()
+        for pending in self._pending.values():
+            pending.event.set()
+        for watch in self._watches:
+            watch.event.set()
 
     async def _read(self) -> None:
         try:
@@ -194,36 +353,69 @@ class Client:
                     if isinstance(line, bytes) and line.strip():
                         self._handle(_decode(line))
         finally:
-            self._closed.set()
-            self._message_arrived.set()
-            for waiter in self._waiters.values():
-                waiter.event.set()
+            self._fail_waiters()
 
     def _handle(self, msg: dict[str, Any]) -> None:
-        self.received.append(msg)
+        if self.recorder is not None:
+            self.recorder.record_received(msg)
         if self._on_message is not None:
             self._on_message(msg)
-        self._message_arrived.set()
+        self._wake_watches(msg)  # after recording: a predicate may look at what was received
         if "method" in msg:
             if "id" in msg:
-                self.tool_calls.append(msg)
                 assert self._tg is not None
                 self._tg.start_soon(self._answer, msg)
             else:
-                self.notifications.append(msg)
+                self._route(msg)
             return
-        waiter = self._waiters.get(msg.get("id"))
-        if waiter is not None:
-            waiter.response = msg
-            waiter.event.set()
+        pending = _lookup(self._pending, msg.get("id"))
+        if pending is not None:
+            pending.response = msg
+            pending.event.set()
+
+    def _route(self, msg: dict[str, Any]) -> None:
+        params = msg.get("params")
+        if not isinstance(params, dict) or "requestId" not in params:
+            return
+        pending = _lookup(self._pending, params["requestId"])
+        if pending is None or pending.on_notification is None or pending.response is not None:
+            return
+        try:
+            pending.on_notification(params)
+        except Exception:
+            log.exception("notification callback failed on %s; skipped", msg.get("method"))
+
+    def _wake_watches(self, msg: dict[str, Any]) -> None:
+        for watch in self._watches:
+            if watch.match is None and watch.error is None:
+                try:
+                    if watch.predicate(msg):
+                        watch.match = msg
+                        watch.event.set()
+                except Exception as exc:  # the waiter's own predicate: its error, not ours
+                    watch.error = exc
+                    watch.event.set()
 
     async def _answer(self, msg: dict[str, Any]) -> None:
-        if self.tool_handler is None:
+        handler = self.tool_handler
+        if handler is None:
             return  # left unanswered: the daemon's timeout applies
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"]}
         try:
-            reply["result"] = await self.tool_handler(msg.get("params", {}))
+            reply["result"] = await handler(msg.get("params", {}))
+            line = orjson.dumps(reply)  # a result that is not JSON fails here, as the handler
         except RpcError as exc:
+            reply.pop("result", None)
             reply["error"] = exc.to_error()
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await self.send(reply)
+            line = orjson.dumps(reply)
+        except Exception as exc:
+            log.exception("tool handler failed on tool/call %r; answered with an error", msg["id"])
+            reply.pop("result", None)
+            reply["error"] = {
+                "code": CODES["internal_error"],
+                "message": f"The engine's tool handler failed: {type(exc).__name__}: {exc}",
+                "data": {"code": "internal_error"},
+            }
+            line = orjson.dumps(reply)
+        with contextlib.suppress(ConnectionClosed):
+            await self.send_raw(line + b"\n")

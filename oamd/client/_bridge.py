@@ -1,0 +1,293 @@
+"""Bridge: the typed API over ``Client`` -- what a Python host (a game, a tool, a test) writes.
+
+It owns the host's client tools (``@bridge.tool``), answers the daemon's ``tool/call`` with them,
+turns each method's result into a pydantic model (``_results``), and hands out handles for the
+objects the daemon keeps: ``Session``, ``Npc``, ``World``. Everything goes over one ``Client``
+(``bridge.client``), which stays usable for anything the typed API does not cover::
+
+    async with Bridge.stdio() as bridge:
+        @bridge.tool("open_gate", "Open a named gate.", GATE_SCHEMA)
+        async def open_gate(args):
+            return {"opened": True}
+
+        guard = await bridge.create_session(tools=["open_gate"])
+        reply = await guard.respond("Open the north gate!", on_text=lambda d: print(d, end=""))
+
+Errors are the client's: ``RpcError`` (an error response, ``exc.name`` is its ``data.code``) and
+``ConnectionClosed``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from oamd.client._client import Client
+from oamd.client._connect import connect_stdio, connect_tcp, connect_unix
+from oamd.client._npc import Npc
+from oamd.client._params import present
+from oamd.client._results import (
+    Availability,
+    ContentGenerateResult,
+    Decision,
+    InitializeResult,
+    NpcCreateResult,
+    SessionCreateResult,
+    WorldCreateResult,
+)
+from oamd.client._session import Session
+from oamd.client._tools import ToolBox, ToolFunction
+from oamd.client._world import World
+
+__all__ = ["Bridge"]
+
+PROTOCOL_VERSION = "1.0"
+CLIENT_NAME = "oamd.client"
+
+Tools = Iterable[str | dict[str, Any]]
+"""Registered tool names, or tool definitions sent as they are."""
+
+
+class Bridge:
+    """A typed connection to a bridge: ``Bridge.stdio()``, ``Bridge.unix(path)``,
+    ``Bridge.tcp(host, port)``, or ``Bridge(client)`` over a client you opened.
+
+    A bridge answers its client's ``tool/call`` requests with the tools registered here (it
+    replaces the client's ``tool_handler``).
+    """
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.tools = ToolBox()
+        self.info: InitializeResult | None = None
+        """The ``initialize`` result, once initialized (the factories do it)."""
+        client.tool_handler = self.tools.answer
+
+    # ---- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    @asynccontextmanager
+    async def stdio(
+        cls,
+        *args: str,
+        argv: Sequence[str] | None = None,
+        client_name: str = CLIENT_NAME,
+        **client_kwargs: Any,
+    ) -> AsyncIterator[Bridge]:
+        """Spawns ``oamd stdio`` with ``args`` (e.g. ``"--model", "llamacpp"``; by default the
+        daemon reads its model from ``$OAMD_MODEL``), or the command ``argv``, and initializes.
+
+        Raises:
+            RpcError: ``initialize`` was refused.
+            ConnectionClosed: the daemon exited first (its reason is on its stderr).
+        """
+        command = list(argv) if argv else [sys.executable, "-m", "oamd", "stdio", *args]
+        async with connect_stdio(command, **client_kwargs) as client:
+            bridge = cls(client)
+            await bridge.initialize(client_name)
+            yield bridge
+
+    @classmethod
+    @asynccontextmanager
+    async def unix(
+        cls, path: str, *, token: str | None = None, **client_kwargs: Any
+    ) -> AsyncIterator[Bridge]:
+        """Connects to ``oamd serve --unix PATH`` (``@name``: ``--abstract name``); a same-user
+        peer may leave ``token`` out.
+
+        Raises:
+            OSError: nothing listens there.
+            RpcError: ``initialize`` was refused (token missing or wrong).
+        """
+        async with connect_unix(path, token=token, **client_kwargs) as client:
+            yield cls._initialized(client)
+
+    @classmethod
+    @asynccontextmanager
+    async def tcp(
+        cls, host: str, port: int, *, token: str | None = None, **client_kwargs: Any
+    ) -> AsyncIterator[Bridge]:
+        """Connects to ``oamd serve --tcp HOST:PORT`` with its ``token``.
+
+        Raises:
+            OSError: nothing listens there.
+            RpcError: ``initialize`` was refused (token missing or wrong).
+        """
+        async with connect_tcp(host, port, token=token, **client_kwargs) as client:
+            yield cls._initialized(client)
+
+    @classmethod
+    def _initialized(cls, client: Client) -> Bridge:
+        bridge = cls(client)
+        initialized = getattr(client, "initialized", None)  # None with initialize=False
+        if initialized is not None:
+            bridge.info = InitializeResult.model_validate(initialized)
+        return bridge
+
+    # ---- the bridge itself -------------------------------------------------------------------
+
+    async def initialize(self, client_name: str = CLIENT_NAME) -> InitializeResult:
+        """Introduces the client; returns (and keeps as ``info``) the server and its model."""
+        params = {"protocolVersion": PROTOCOL_VERSION, "client": {"name": client_name}}
+        self.info = InitializeResult.model_validate(await self.client.request("initialize", params))
+        return self.info
+
+    async def availability(self) -> Availability:
+        """Whether the ``"system"`` model can run now, and how to fix it when not."""
+        return Availability.model_validate(await self.client.request("model/availability"))
+
+    async def ping(self) -> None:
+        await self.client.request("ping")
+
+    async def shutdown(self) -> None:
+        """Ends this connection's work: running turns are cancelled, the daemon closes it."""
+        await self.client.request("shutdown")
+
+    # ---- client tools ------------------------------------------------------------------------
+
+    def tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        parameters: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Callable[[ToolFunction], ToolFunction]:
+        """Registers the decorated function as the client tool ``name`` (default: its name).
+
+        ``description`` defaults to the function's docstring, ``parameters`` (the arguments' JSON
+        Schema) to none. The function receives the call's arguments, and a ``ToolContext`` if it
+        takes a second parameter; sync or async, it returns the output (text or any JSON), or
+        raises ``ToolError`` for a failure the model should read. A sync function runs on the
+        event loop: keep it quick.
+        """
+
+        def register(handler: ToolFunction) -> ToolFunction:
+            text = description if description is not None else (handler.__doc__ or "").strip()
+            tool_name = name or handler.__name__
+            self.tools.add(tool_name, handler, text, parameters, timeout=timeout)
+            return handler
+
+        return register
+
+    # ---- what the daemon keeps ---------------------------------------------------------------
+
+    async def create_session(
+        self,
+        *,
+        session: str | None = None,
+        instructions: str | None = None,
+        tools: Tools | None = None,
+        options: dict[str, Any] | None = None,
+        model: str | dict[str, Any] | None = None,
+        history: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> Session:
+        """Creates a session (``session/create``): ``tools`` names registered tools (or gives
+        definitions), ``model`` is ``"system"`` (the daemon's) or a model spec such as
+        ``{"type": "scripted", "steps": […]}``, ``history`` a saved transcript.
+
+        Raises:
+            RpcError: e.g. ``session_exists``, ``invalid_params`` naming the member.
+        """
+        params = present(
+            session=session,
+            instructions=instructions,
+            tools=self.tools.definitions(tools) if tools is not None else None,
+            options=options,
+            model=model,
+            history=history,
+        )
+        result = await self.client.request("session/create", {**params, **extra})
+        created = SessionCreateResult.model_validate(result)
+        return Session(self, created.session, created.warnings)
+
+    async def create_npc(
+        self,
+        persona: dict[str, Any],
+        *,
+        npc: str | None = None,
+        tools: Tools | None = None,
+        world: World | str | None = None,
+        memory: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+        model: str | dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> Npc:
+        """Creates an NPC (``npc/create``) from ``persona`` (``name``, ``role``, …); with a
+        ``world`` it reads and writes that world through its own tools."""
+        params = present(
+            npc=npc,
+            persona=persona,
+            tools=self.tools.definitions(tools) if tools is not None else None,
+            world=world.id if isinstance(world, World) else world,
+            memory=memory,
+            options=options,
+            model=model,
+        )
+        result = await self.client.request("npc/create", {**params, **extra})
+        created = NpcCreateResult.model_validate(result)
+        return Npc(self, created.npc, created.tools, created.warnings)
+
+    async def create_world(
+        self, state: dict[str, Any] | None = None, *, world: str | None = None
+    ) -> World:
+        """Creates a world document with ``state`` as its root (``world/create``)."""
+        result = await self.client.request("world/create", present(world=world, state=state))
+        created = WorldCreateResult.model_validate(result)
+        return World(self, created.world, created.version)
+
+    # ---- one-shot requests -------------------------------------------------------------------
+
+    async def decide(
+        self,
+        situation: Any,
+        options: Sequence[str | dict[str, Any]],
+        *,
+        actor: str | dict[str, Any] | None = None,
+        context: Any = None,
+        tools: Tools | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        fallback_option_id: str | None = None,
+        model: str | dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> Decision:
+        """Picks one of ``options`` (ids, or ``{"id", "description"}``) for ``situation``
+        (``decision/decide``); ``actor`` is a persona or an NPC id."""
+        params = present(
+            situation=situation,
+            options=list(options),
+            actor=actor,
+            context=context,
+            tools=self.tools.definitions(tools) if tools is not None else None,
+            toolChoice=tool_choice,
+            fallbackOptionID=fallback_option_id,
+            model=model,
+        )
+        result = await self.client.request("decision/decide", {**params, **extra})
+        return Decision.model_validate(result)
+
+    async def generate(
+        self,
+        prompt: str,
+        schema: dict[str, Any],
+        *,
+        instructions: str | None = None,
+        context: Any = None,
+        tools: Tools | None = None,
+        model: str | dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> ContentGenerateResult:
+        """Generates JSON matching ``schema`` (``content/generate``): items, quests, names…"""
+        params = present(
+            prompt=prompt,
+            schema=schema,
+            instructions=instructions,
+            context=context,
+            tools=self.tools.definitions(tools) if tools is not None else None,
+            model=model,
+        )
+        result = await self.client.request("content/generate", {**params, **extra})
+        return ContentGenerateResult.model_validate(result)

@@ -1,0 +1,85 @@
+"""Npc: a handle on one NPC (``npc/*``), made by ``Bridge.create_npc``.
+
+It holds the NPC's id and nothing of its state (persona, memory and relationship live in the
+daemon); each method is one request.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from oamd.client._params import EventCallback, TextCallback, event_router, npc_text, present
+from oamd.client._results import NpcTalkResult
+
+if TYPE_CHECKING:
+    from oamd.client._bridge import Bridge
+
+__all__ = ["Npc"]
+
+
+class Npc:
+    """An NPC: a persona with memory, a relationship to the player and tools."""
+
+    def __init__(self, bridge: Bridge, npc_id: str, tools: list[str], warnings: list[str]) -> None:
+        self.bridge = bridge
+        self.id = npc_id
+        self.tools = tools
+        """Every tool the NPC can use: the client's, and its memory and world tools."""
+        self.warnings = warnings
+
+    def __repr__(self) -> str:
+        return f"Npc({self.id!r})"
+
+    async def talk(
+        self,
+        line: str,
+        *,
+        context: Any = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        on_text: TextCallback | None = None,
+        on_event: EventCallback | None = None,
+        **extra: Any,
+    ) -> NpcTalkResult:
+        """The player says ``line`` (``''``: nothing) and the NPC answers (``npc/talk``).
+
+        With ``on_text`` or ``on_event`` the line streams: ``on_text`` receives each delta of the
+        NPC's line, ``on_event`` every ``npc/event`` payload, all before this returns.
+        ``context`` (text or JSON) applies to this exchange only.
+
+        Raises:
+            RpcError: the exchange failed (``npc_not_found``, ``cancelled``…).
+        """
+        params = {
+            "npc": self.id,
+            "line": line,
+            **present(context=context, toolChoice=tool_choice),
+            **extra,
+        }
+        route = event_router(on_text, on_event, npc_text)
+        if route is not None:
+            params["stream"] = True
+        result = await self.bridge.client.request("npc/talk", params, on_notification=route)
+        return NpcTalkResult.model_validate(result)
+
+    async def bark(self, situation: Any = None) -> str:
+        """A one-off line for ``situation`` (text or JSON), outside the conversation."""
+        params = {"npc": self.id, **present(situation=situation)}
+        result = await self.bridge.client.request("npc/bark", params)
+        return str(result["line"])
+
+    async def state(self) -> dict[str, Any]:
+        """The NPC's save state, for ``npc/restore``."""
+        result = await self.bridge.client.request("npc/state", {"npc": self.id})
+        return result["state"]
+
+    async def reset(self, *, clear_memory: bool = False) -> None:
+        """Forgets the conversation (and the memory too with ``clear_memory``)."""
+        await self.bridge.client.request("npc/reset", {"npc": self.id, "clearMemory": clear_memory})
+
+    async def cancel(self) -> int:
+        """Cancels the running and queued exchanges; returns how many were cancelled."""
+        result = await self.bridge.client.request("npc/cancel", {"npc": self.id})
+        return int(result["cancelled"])
+
+    async def delete(self) -> None:
+        await self.bridge.client.request("npc/delete", {"npc": self.id})
