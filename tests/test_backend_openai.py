@@ -31,7 +31,7 @@ from oamd.backends.base import (
 )
 from oamd.backends.openai import OpenAIModel
 from oamd.backends.spec import model_from_spec
-from oamd.client import RpcError, connect_stdio
+from oamd.client import Recorder, RpcError, connect_stdio
 from oamd.errors import ModelError
 
 pytestmark = pytest.mark.anyio
@@ -383,7 +383,6 @@ def line(msg_id: str, method: str, params: dict[str, Any]) -> bytes:
 async def first_decision(spec: str, *, initialize: bool) -> dict[Any, dict[str, Any]]:
     """A fresh ``oamd stdio --model <spec>`` sent ``decision/decide`` at once: right behind
     ``initialize`` in the same write, or as its very first line. The raw responses by id."""
-    ref: list[Any] = []
     argv = [*OAMD, "stdio", "--model", spec]
     data = line("init", "initialize", {"protocolVersion": "1.0"}) + b"\n" if initialize else b""
     data += line(
@@ -391,13 +390,15 @@ async def first_decision(spec: str, *, initialize: bool) -> dict[Any, dict[str, 
         "decision/decide",
         {"situation": "A knight corners the goblin, who has 3 HP left.", "options": GOBLIN_OPTIONS},
     )
-    async with connect_stdio(argv, on_message=contract_checker(ref)) as client:
-        ref.append(client)
-        client.sent_methods.update({"init": "initialize", "decide": "decision/decide"})
+    recorder = Recorder()
+    async with connect_stdio(
+        argv, recorder=recorder, on_message=contract_checker(recorder)
+    ) as client:
+        recorder.sent_methods.update({"init": "initialize", "decide": "decision/decide"})
         await client.send_raw(data + b"\n")
         with anyio.fail_after(60):
             await client.next_message(lambda m: m.get("id") == "decide")
-    return {m["id"]: m for m in client.received if "id" in m}
+    return {m["id"]: m for m in recorder.received if "id" in m}
 
 
 @pytest.mark.parametrize("initialize", [True, False], ids=["behind-initialize", "alone"])

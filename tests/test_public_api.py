@@ -72,7 +72,13 @@ BACKEND_PLUGIN = [
 LANGUAGE_MODEL_ABSTRACT = {"availability", "generate"}
 """What every backend must implement; the rest of ``LanguageModel`` has defaults."""
 
-LANGUAGE_MODEL_OVERRIDABLE = {"aclose", "cached_availability", "count_tokens", "prefill"}
+LANGUAGE_MODEL_OVERRIDABLE = {
+    "aclose",
+    "cached_availability",
+    "count_tokens",
+    "prefill",
+    "settle_capabilities",
+}
 
 
 def test_oamd_client_exports_exactly_the_pinned_names():
