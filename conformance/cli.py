@@ -1,4 +1,4 @@
-"""``python -m conformance run|diff|record|list`` (also reachable as ``main(argv)``)."""
+"""``python -m oamd.conformance run|diff|record|list`` (also reachable as ``main(argv)``)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import anyio
 
-from conformance.fmt import format_files
-from conformance.report import json_report, print_report
-from conformance.runner import Options, diff_corpus, record_corpus, run_corpus, show_corpus
-from conformance.scenario import ScenarioError, load_scenarios
-from conformance.transport import Target, default_command, read_token
+from .fmt import format_files
+from .report import json_report, print_report
+from .runner import Options, diff_corpus, record_corpus, run_corpus, show_corpus
+from .scenario import ScenarioError, load_scenarios
+from .transport import Target, default_command, read_token
 
 __all__ = ["main"]
 
@@ -62,7 +62,7 @@ def _transport(p: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m conformance",
+        prog="python -m oamd.conformance",
         description="Plays protocol scenarios against bridge implementations (oamd, Apple's oam).",
     )
     sub = parser.add_subparsers(dest="command", required=True)

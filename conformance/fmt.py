@@ -1,5 +1,5 @@
 """The house style of scenario files: one key per line at the top, one step per line, one recorded
-exchange per line; values in compact JSON. ``python -m conformance fmt [--check]`` applies it."""
+exchange per line; values in compact JSON. ``python -m oamd.conformance fmt [--check]`` applies it."""
 
 from __future__ import annotations
 

@@ -15,9 +15,9 @@ from typing import Any
 import anyio
 import orjson
 
-from conformance.match import MISSING, match, short
-from conformance.scenario import Scenario
-from conformance.transport import Connection, LinkError
+from .match import MISSING, match, short
+from .scenario import Scenario
+from .transport import Connection, LinkError
 
 __all__ = ["Failure", "Link", "Message", "Player", "Trace", "id_key", "id_label"]
 

@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from conformance.runner import ScenarioResult
+from .runner import ScenarioResult
 
 __all__ = ["json_report", "print_report"]
 

@@ -11,11 +11,11 @@ from typing import Any
 import anyio
 import orjson
 
-from conformance.fmt import format_scenario
-from conformance.player import Failure, Link, Player
-from conformance.scenario import Scenario
-from conformance.transport import LinkError, Target, open_connection
-from conformance.views import Difference, channels, compare
+from .fmt import format_scenario
+from .player import Failure, Link, Player
+from .scenario import Scenario
+from .transport import LinkError, Target, open_connection
+from .views import Difference, channels, compare
 
 __all__ = ["Options", "ScenarioResult", "diff_corpus", "record_corpus", "run_corpus"]
 
@@ -340,6 +340,6 @@ async def show_corpus(
 
 
 def _s(v: Any) -> str:
-    from conformance.match import short
+    from .match import short
 
     return short(v)

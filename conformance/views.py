@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.match import MISSING, short
-from conformance.player import Failure, Trace, id_key
+from .match import MISSING, short
+from .player import Failure, Trace, id_key
 
 __all__ = ["Difference", "channels", "compare", "normalize_trace"]
 

@@ -233,7 +233,7 @@ async def _checked(model: LanguageModel) -> Availability:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["conformance"]:  # the conformance runner has its own command line
-        from conformance import main as conformance_main
+        from oamd.conformance import main as conformance_main
 
         return conformance_main(argv[1:])
     args = _parser().parse_args(argv)

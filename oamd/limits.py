@@ -53,7 +53,8 @@ around it (a ``tool/call``, a saved transcript), in a line a client can send bac
 not JSON to the daemon (a model's answer is then repaired or fails like any unreadable one)."""
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
-"""Default longest input line; a longer one is skipped unread and answered -32600 (``--max-line``)."""
+"""Default longest input line; a longer one is skipped unread and answered -32600
+(``--max-line-bytes``)."""
 
 MAX_SESSIONS = 64
 """Live sessions per connection; ``session/create`` beyond it fails -32022 ``session_limit``."""

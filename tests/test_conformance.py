@@ -22,23 +22,21 @@ import orjson
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # `pytest` without `python -m`: make the repo root importable
-    sys.path.insert(0, str(ROOT))
 
-from conformance import main as conformance_main  # noqa: E402
-from conformance.match import match  # noqa: E402
-from conformance.player import Trace  # noqa: E402
-from conformance.report import print_report  # noqa: E402
-from conformance.runner import (  # noqa: E402
+from oamd.conformance import main as conformance_main  # noqa: E402
+from oamd.conformance.match import match  # noqa: E402
+from oamd.conformance.player import Trace  # noqa: E402
+from oamd.conformance.report import print_report  # noqa: E402
+from oamd.conformance.runner import (  # noqa: E402
     Options,
     ScenarioResult,
     diff_corpus,
     record_corpus,
     run_corpus,
 )
-from conformance.scenario import SCENARIO_DIR, load_scenarios  # noqa: E402
-from conformance.transport import Target  # noqa: E402
-from conformance.views import channels  # noqa: E402
+from oamd.conformance.scenario import SCENARIO_DIR, load_scenarios  # noqa: E402
+from oamd.conformance.transport import Target  # noqa: E402
+from oamd.conformance.views import channels  # noqa: E402
 
 PY = shlex.quote(sys.executable)
 OAMD_STDIO = f"{PY} -m oamd stdio"
@@ -240,7 +238,7 @@ def test_matchers() -> None:
 
 
 def test_normalization_keeps_equalities_and_coalesces_streams() -> None:
-    from conformance.player import Message
+    from oamd.conformance.player import Message
 
     trace = Trace()
     trace.methods = {'"r"': "session/respond", '"i"': "initialize"}

@@ -48,7 +48,6 @@ class ModelCapabilities:
     """Decoding can be constrained to a JSON Schema (llama.cpp grammars, ``response_format``)."""
     prefix_cache: bool = False
     """A byte-stable prompt prefix is reused across steps."""
-    streaming: bool = True
     context_size: int = DEFAULT_CONTEXT_SIZE
     """Input + output tokens the model can hold."""
     max_output_tokens: int | None = None
@@ -242,8 +241,9 @@ class UnconfiguredModel(LanguageModel):
         )
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+        for event in ():  # an async generator that fails at its first step
+            yield event
         raise ModelError("model_unavailable", "No system model is configured (see --model).")
-        yield  # pragma: no cover - makes this an async generator
 
 
 __all__ += ["UnconfiguredModel"]

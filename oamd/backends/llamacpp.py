@@ -141,7 +141,6 @@ class LlamaCppModel(LanguageModel):
             native_tools=False,
             constrained_json=True,
             prefix_cache=True,
-            streaming=True,
             context_size=context_size,
         )
 

@@ -199,7 +199,6 @@ class MlKitModel(LanguageModel):
         self.capabilities = ModelCapabilities(
             native_tools=False,
             constrained_json=False,
-            streaming=True,
             context_size=context_size,
             max_output_tokens=self._max_output,
         )

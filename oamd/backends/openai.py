@@ -249,7 +249,6 @@ class OpenAIModel(LanguageModel):
             native_tools=native,
             constrained_json=json_mode != "none",
             prefix_cache=profile in (LLAMA_CPP_PYTHON, LLAMA_CPP),
-            streaming=True,
             context_size=self._context_size or DEFAULT_CONTEXT_SIZE,
             max_output_tokens=self._max_output_tokens,
         )

@@ -257,7 +257,7 @@ class ScriptedModel(LanguageModel):
     fallback: ScriptStep = FALLBACK
     name: str = "scripted"
     capabilities: ModelCapabilities = ModelCapabilities(
-        native_tools=True, constrained_json=True, streaming=True, context_size=_CONTEXT_SIZE
+        native_tools=True, constrained_json=True, context_size=_CONTEXT_SIZE
     )
     record: bool = False
     """Keep every request in ``requests`` (``--test-methods`` only: each holds a whole prompt)."""
@@ -275,7 +275,6 @@ class ScriptedModel(LanguageModel):
             self.capabilities = ModelCapabilities(
                 native_tools=self.style == "native",
                 constrained_json=self.steps.constrained,
-                streaming=True,
                 context_size=_CONTEXT_SIZE,
             )
 

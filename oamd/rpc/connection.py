@@ -433,10 +433,6 @@ class Connection:
         """Part of a line has been read and waits for the rest (or is being skipped)."""
         return self._framer.pending > 0 or self._framer.discarding
 
-    @property
-    def in_flight(self) -> int:
-        return len(self._in_flight)
-
     async def _close(self) -> None:
         self.lifecycle = Lifecycle.CLOSED
         with anyio.CancelScope(shield=True):

@@ -41,10 +41,6 @@ class Message:
         self.result = result
         self.error = error
 
-    @property
-    def is_response(self) -> bool:
-        return self.method is None
-
 
 _NO_ID = object()
 
@@ -105,7 +101,7 @@ def parse_message(obj: Any) -> Message:
     a non-empty string ``method`` (request or notification) or else ``result``/``error`` with an
     id (a reply to our ``tool/call``). ``params`` is passed on as sent: the connection rejects a
     non-object with -32602 once the method is known. ``null`` param members are kept, since some
-    params (``world/set``'s ``value``) give ``null`` a meaning; the params models decide.
+    params (``world/set``'s ``value``) give ``null`` a meaning; each handler's parameter parsing decides.
 
     Raises:
         InvalidMessage: not a JSON-RPC 2.0 message; ``.echo_id`` carries the id to echo when the

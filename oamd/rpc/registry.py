@@ -35,7 +35,8 @@ class Result:
 class Deferred:
     """Work that runs concurrently after the handler returned; its return value is the result.
 
-    It runs in its own cancel scope: cancelled by ``shutdown`` or end of input it answers -32009.
+    It runs in its own cancel scope: cancelled (by ``shutdown``, a socket client's disconnect, or the
+    end of the drain after stdio's end of input) it answers -32009.
     Work with a commit point (a turn) must leave no trace when cancelled before it.
 
     Work that took a place in a queue when the handler ran has a ``withdraw()`` method: when the

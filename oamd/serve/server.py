@@ -4,7 +4,7 @@ Isolation. Each connection is served the way ``oamd stdio`` serves its one clien
 ``Connection`` (reader, outbox, in-flight work) and its own ``BridgeState`` (sessions, NPCs, worlds,
 subscriptions), so two clients using the same session ids never see each other. Sharing. The model
 backends are shared; their generations go through one ``FairGenerations`` limiter that serves
-waiting clients in turn (see ``oamd._fair`` for why a fair limiter and not a per-connection bound).
+waiting clients in turn (see ``oamd.serve.fair`` for why a fair limiter and not a per-connection bound).
 
 Authentication. A TCP client, and a Unix client whose uid (``SO_PEERCRED``) is not ours, must make
 ``initialize`` with ``params.auth`` = the token its first message; anything else first, or a wrong
@@ -45,7 +45,6 @@ import anyio
 import orjson
 from anyio.abc import ByteStream, TaskGroup, TaskStatus
 
-from oamd._fair import FairGenerations
 from oamd.app import build_registry
 from oamd.errors import InvalidMessage, LimitReached
 from oamd.limits import (
@@ -63,6 +62,7 @@ from oamd.log import get_logger
 from oamd.methods.state import BridgeState, DaemonConfig
 from oamd.rpc import Connection, Registry, Request, Result, error_object
 from oamd.rpc.envelope import encode
+from oamd.serve.fair import FairGenerations
 from oamd.transport.sockets import (
     Endpoint,
     EndpointError,
