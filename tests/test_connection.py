@@ -86,3 +86,44 @@ async def test_result_reply_is_sent_in_arrival_order():
             for msg_id in ids:
                 await client.wait(msg_id)
         assert [m["result"]["n"] for m in client.recorder.received] == list(range(100))
+
+
+async def test_every_waiter_for_in_flight_work_wakes_when_it_ends():
+    """Two ``cancel_all`` at once (as shutdown's and the end-of-input drain's can be): both return
+    as soon as the work has answered, not one of them only after the grace period."""
+    started = anyio.Event()
+    connections = []
+
+    def hold(req):
+        connections.append(req.conn)
+
+        async def work():
+            started.set()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await anyio.sleep(0.2)  # both cancel_all calls are waiting by now
+
+        return Deferred(work)
+
+    registry = registry_with(x__hold=hold)
+    async with memory_daemon(registry=registry) as client:
+        held = await client.start("x/hold")
+        with anyio.fail_after(5):
+            await started.wait()
+        conn = connections[0]
+        returned = []
+
+        async def cancel_all(name: str) -> None:
+            await conn.cancel_all()
+            returned.append(name)
+
+        with anyio.fail_after(
+            1
+        ):  # SHUTDOWN_GRACE_SECONDS is 2: a forgotten waiter would sit it out
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(cancel_all, "first")
+                tg.start_soon(cancel_all, "second")
+            assert (await client.wait(held))["error"]["data"]["code"] == "cancelled"
+    assert sorted(returned) == ["first", "second"]

@@ -183,7 +183,6 @@ class Connection:
                 self._outgoing.clear()
                 with anyio.move_on_after(0 if self._hangup_on_eof else EOF_DRAIN_SECONDS):
                     while self._in_flight:
-                        self._in_flight_changed = anyio.Event()
                         await self._in_flight_changed.wait()
             await self._close()
             tg.cancel_scope.cancel()
@@ -352,7 +351,9 @@ class Connection:
                 _log_notification_error("deferred", exc)
         finally:
             del self._in_flight[token]
-            self._in_flight_changed.set()
+            # every waiter wakes (the drain and cancel_all may wait at once), then waits anew
+            changed, self._in_flight_changed = self._in_flight_changed, anyio.Event()
+            changed.set()
         if respond:
             self.outbox.send(message)
         if self._close_after_reply:  # shutdown's work is done (as a notification: no response)
@@ -425,7 +426,6 @@ class Connection:
                 scope.cancel()
         with anyio.move_on_after(SHUTDOWN_GRACE_SECONDS, shield=True):
             while any(t != keep for t in self._in_flight):
-                self._in_flight_changed = anyio.Event()
                 await self._in_flight_changed.wait()
 
     @property

@@ -361,7 +361,8 @@ class Server:
             finally:
                 del self._clients[key]
                 self._unauthenticated.pop(key, None)
-                self._clients_changed.set()
+                changed, self._clients_changed = self._clients_changed, anyio.Event()
+                changed.set()  # every waiter wakes, then waits on the new event
 
     def _admitted_count(self) -> int:
         return sum(client.admitted for client in self._clients.values())  # at most a few dozen
@@ -438,7 +439,6 @@ class Server:
                 for client in list(self._clients.values()):
                     tg.start_soon(self._drain_client, client)
             while self._clients:
-                self._clients_changed = anyio.Event()
                 await self._clients_changed.wait()
 
     @staticmethod
