@@ -6,17 +6,14 @@ subscriptions), so two clients using the same session ids never see each other. 
 backends are shared; their generations go through one ``FairGenerations`` limiter that serves
 waiting clients in turn (see ``oamd.serve.fair`` for why a fair limiter and not a per-connection bound).
 
-Authentication. A TCP client, and a Unix client whose uid (``SO_PEERCRED``) is not ours, must make
-``initialize`` with ``params.auth`` = the token its first message; anything else first, or a wrong
-token (compared in constant time), is answered -32600 ``invalid_message`` and the connection
-closes, as does silence past ``AUTH_TIMEOUT_SECONDS``. A same-uid Unix peer is trusted (the kernel
-vouches for it; a socket file is 0600 anyway) unless ``--require-token``.
-
-Admission. Connections that must authenticate wait in their own small pool (``--max-pending-auth``,
-with ``MAX_PREAUTH_LINE_BYTES`` lines); when one more arrives the oldest waiting one is dropped, so
-peers that connect and say nothing can neither fill ``--max-connections`` nor keep a token holder,
-who authenticates at once, out. A connection takes a ``--max-connections`` slot when it is
-admitted (a trusted peer: when it connects).
+Authentication. A TCP client, and a Unix client whose uid (``SO_PEERCRED``) is not ours, passes
+the token gate (``oamd.serve.gate``) or is closed, as is silence past ``--auth-timeout``. A same-uid
+Unix peer is trusted (the kernel vouches for it; a socket file is 0600 anyway) unless
+``--require-token``. Connections that must authenticate wait in their own small pool
+(``--max-pending-auth``, ``MAX_PREAUTH_LINE_BYTES`` lines); when one more arrives one waiting
+connection is dropped (see ``_make_room_to_authenticate``), so peers that connect and say nothing
+can neither fill ``--max-connections`` nor keep out a token holder, who authenticates at once. A
+connection takes a ``--max-connections`` slot when it is admitted (a trusted peer: on connecting).
 
 Limits: ``--max-connections`` clients (one more gets one ``limit_reached`` line and is closed), the
 per-connection session/NPC/world limits of the protocol, ``--max-outbox-bytes`` waiting for a
@@ -32,12 +29,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-import hmac
 import itertools
 import os
 import signal
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -46,7 +41,7 @@ import orjson
 from anyio.abc import ByteStream, TaskGroup, TaskStatus
 
 from oamd.app import build_registry
-from oamd.errors import InvalidMessage, LimitReached
+from oamd.errors import LimitReached
 from oamd.limits import (
     AUTH_TIMEOUT_SECONDS,
     DRAIN_SECONDS,
@@ -55,7 +50,6 @@ from oamd.limits import (
     MAX_LINE_BYTES,
     MAX_OUTBOX_BYTES,
     MAX_PENDING_AUTH,
-    MAX_SAFE_INTEGER,
     WRITE_GRACE_SECONDS,
 )
 from oamd.log import get_logger
@@ -63,6 +57,7 @@ from oamd.methods.state import BridgeState, DaemonConfig
 from oamd.rpc import Connection, Registry, Request, Result, error_object
 from oamd.rpc.envelope import encode
 from oamd.serve.fair import FairGenerations
+from oamd.serve.gate import TokenGate
 from oamd.transport.sockets import (
     Endpoint,
     EndpointError,
@@ -118,57 +113,6 @@ class ServerState(enum.Enum):
     RUNNING = "running"
     DRAINING = "draining"
     CLOSED = "closed"
-
-
-class _TokenGate:
-    """The connection's gate: admits only ``initialize`` carrying the right ``auth``, and only
-    when ``take_slot`` (which raises ``LimitReached`` when every slot is taken) gives it a slot."""
-
-    __slots__ = ("_take_slot", "_token", "admitted")
-
-    def __init__(self, token: str, take_slot: Callable[[], None]) -> None:
-        self._token = token.encode()
-        self._take_slot = take_slot
-        self.admitted = anyio.Event()
-
-    def __call__(self, message: Any) -> None:
-        msg_id: Any = None
-        if type(message) is dict:
-            raw_id = message.get("id")
-            if type(raw_id) is str or (type(raw_id) is int and abs(raw_id) <= MAX_SAFE_INTEGER):
-                msg_id = raw_id
-            params = message.get("params")
-            if (
-                message.get("method") == "initialize"
-                and message.get("jsonrpc") == "2.0"
-                and msg_id is not None
-                and type(params) is dict
-                and type(params.get("auth")) is str
-            ):
-                offered = params["auth"].encode("utf-8", "surrogatepass")
-                if hmac.compare_digest(offered, self._token):
-                    try:
-                        self._take_slot()
-                    except LimitReached as exc:
-                        exc.echo_id = msg_id  # type: ignore[attr-defined]
-                        raise
-                    self.admitted.set()
-                    return
-                raise _refusal(
-                    "Authentication failed: the token in 'auth' is wrong.", msg_id, "invalid"
-                )
-        raise _refusal(
-            "Authentication required: the first message must be an 'initialize' request "
-            "carrying the daemon's token in params 'auth'.",
-            msg_id,
-            "required",
-        )
-
-
-def _refusal(message: str, msg_id: Any, reason: str) -> InvalidMessage:
-    error = InvalidMessage(message, auth=reason)
-    error.echo_id = msg_id
-    return error
 
 
 @dataclass
@@ -328,7 +272,7 @@ class Server:
                     return
                 gate = None
             else:
-                gate = _TokenGate(self._token, lambda: self._take_slot(key))
+                gate = TokenGate(self._token, lambda: self._take_slot(key))
                 self._make_room_to_authenticate()
             state = BridgeState(
                 replace(self.config, models=self._fair.models_for(self.config.models, key))
@@ -409,7 +353,7 @@ class Server:
         return peer_uid(stream) == os.getuid()
 
     @staticmethod
-    async def _auth_deadline(gate: _TokenGate, conn: Connection, seconds: float) -> None:
+    async def _auth_deadline(gate: TokenGate, conn: Connection, seconds: float) -> None:
         with anyio.move_on_after(seconds):
             await gate.admitted.wait()
             return
