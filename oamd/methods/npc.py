@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from oamd.agent.compaction import CompactionPlan, render_lines
@@ -33,6 +32,7 @@ from oamd.game.persona import (
     parse_memory,
     parse_npc_options,
     parse_persona,
+    patched_options,
 )
 from oamd.game.talk import LineTracker, TalkOutcome, new_draft, run_talk, spoken_line, talk_prompt
 from oamd.methods.budget import needs_room
@@ -392,15 +392,9 @@ def update(req: Request) -> Deferred:
 
     async def work(op: Operation) -> dict[str, Any]:
         persona, more = parse_persona(merge_patch(npc.persona.to_wire(), p.get("persona") or {}))
-        patch = p.get("options") or {}
-        merged = merge_patch(npc.options.to_wire(), patch)
-        if "toolTimeoutSeconds" in patch and patch["toolTimeoutSeconds"] is None:
-            merged["toolTimeoutSeconds"] = engine_timeout
-        options, option_warnings = parse_npc_options(
-            merged, NpcOptions(secretsUnlockAtRelationship=50)
+        options, option_warnings = patched_options(
+            npc.options, p.get("options") or {}, engine_timeout
         )
-        if "secretsUnlockAtRelationship" not in merged:
-            options = _with_threshold(options, 50)
         memory = parse_memory(merge_patch(npc.memory.to_wire(), p.get("memory") or {}))
         tools, definitions = npc.tools, npc.tool_definitions
         if p.present("tools"):
@@ -418,10 +412,6 @@ def update(req: Request) -> Deferred:
         }
 
     return Deferred(npc.queue.schedule(work))
-
-
-def _with_threshold(options: NpcOptions, value: int | None) -> NpcOptions:
-    return replace(options, secretsUnlockAtRelationship=value)
 
 
 def reset(req: Request) -> Deferred:
