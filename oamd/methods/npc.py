@@ -18,7 +18,6 @@ from oamd.agent.transcript import export_transcript, import_transcript
 from oamd.errors import InvalidParams, InvalidRequest, ModelError, OamdError
 from oamd.game.npc import (
     Npc,
-    NpcStore,
     bark_spec,
     check_tool_names,
     npc_instructions,
@@ -42,20 +41,13 @@ from oamd.methods.npc_world import game_state, npc_world_tools, world_store
 from oamd.methods.state import BridgeState
 from oamd.rpc import Deferred, Registry, Request, Result
 
-__all__ = ["actor_text", "npcs_of", "register"]
+__all__ = ["actor_text", "register"]
 
 CREATE_KEYS = ("npc", "persona", "tools", "world", "memory", "options", "model")
 RESTORE_KEYS = ("npc", "state", "tools", "world", "options", "model")
 TALK_KEYS = ("npc", "line", "context", "stream", "toolChoice")
 UPDATE_KEYS = ("npc", "persona", "options", "memory", "tools")
 STATE_VERSION = 1
-
-
-def npcs_of(state: BridgeState) -> NpcStore:
-    store = state.extras.get("npcs")
-    if store is None:
-        store = state.extras["npcs"] = NpcStore()
-    return store
 
 
 def _model_warning(state: BridgeState, model: Any, model_name: str) -> list[str]:
@@ -87,7 +79,7 @@ def _build(
 ) -> Npc:
     """Validates everything, in the reference's order, before anything is created."""
     state: BridgeState = req.state
-    store = npcs_of(state)
+    store = state.npcs
     if npc_id is not None:
         npc_id = check_object_id(npc_id, "npc")
         store.check_new(npc_id)
@@ -117,7 +109,7 @@ def _build(
 
 
 def _insert(req: Request, npc: Npc, warnings: list[str]) -> Result:
-    npcs_of(req.state).add(npc)
+    req.state.npcs.add(npc)
     if npc.world is not None:
         world_store(req).attach_npc(npc.world)
     names = tool_names(npc.options, [t.name for t in npc.tools], npc.world is not None)
@@ -158,7 +150,7 @@ def create(req: Request) -> Result:
 
 
 def _npc(req: Request) -> Npc:
-    return npcs_of(req.state).get(Params(req.params).string("npc"))
+    return req.state.npcs.get(Params(req.params).string("npc"))
 
 
 def _talk_result(npc: Npc, outcome: TalkOutcome, warnings: list[str]) -> dict[str, Any]:
@@ -435,7 +427,7 @@ def cancel(req: Request) -> Result:
 
 def delete(req: Request) -> Result:
     npc = _npc(req)
-    npcs_of(req.state).remove(npc.id)
+    req.state.npcs.remove(npc.id)
     npc.queue.cancel_all()
     if npc.world is not None:
         world_store(req).detach_npc(npc.world)
@@ -444,7 +436,7 @@ def delete(req: Request) -> Result:
 
 def list_npcs(req: Request) -> Result:
     out = []
-    for npc in npcs_of(req.state):
+    for npc in req.state.npcs:
         out.append(
             {
                 "npc": npc.id,
@@ -468,7 +460,7 @@ def actor_text(state: BridgeState, actor: Any, path: str = "actor") -> Persona |
     if actor is None:
         return None
     if isinstance(actor, str):
-        return npcs_of(state).get(actor).persona
+        return state.npcs.get(actor).persona
     persona, _ = parse_persona(actor, path)
     return persona
 

@@ -3,7 +3,7 @@
 World operations are immediate and atomic, so every handler answers with a ``Result``. A
 request's changes are sent as ``world/changed`` notifications while the handler runs, so they
 reach the client before its response; changes made by NPC tools go out the same way, during the
-turn. The store lives in ``state.extras["worlds"]``, created on first use by ``world_store``.
+turn. The store is ``BridgeState.worlds``; ``world_store`` gives it the sink that sends them.
 """
 
 from __future__ import annotations
@@ -18,24 +18,18 @@ from oamd.rpc import Registry, Request, Result
 
 __all__ = ["encode_change", "register", "world_store"]
 
-STORE_KEY = "worlds"
-"""Where a connection's ``WorldStore`` lives in ``BridgeState.extras``."""
-
 
 def world_store(req: Request) -> WorldStore:
-    """The connection's worlds, created with a sink that sends ``world/changed`` on it."""
-    extras: dict[str, Any] = req.state.extras
-    store = extras.get(STORE_KEY)
-    if store is None:
+    """The connection's worlds, with a sink that sends ``world/changed`` on the connection."""
+    store: WorldStore = req.state.worlds
+    if store.on_change is None:
         conn = req.conn
-        store = WorldStore()
 
         def notify(world_id: str, changes: list[Change]) -> None:
             for sub, change in store.deliveries(world_id, changes):
                 conn.send_notification("world/changed", encode_change(sub, change))
 
         store.on_change = notify
-        extras[STORE_KEY] = store
     return store
 
 
