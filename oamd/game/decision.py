@@ -17,10 +17,17 @@ from oamd.agent.tools import ToolChoice, ToolDefinition
 from oamd.agent.turn import TurnSettings, TurnSpec
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import InvalidParams, ModelError
-from oamd.game.npc import render_value, sentence, text_list
-from oamd.game.persona import Persona
+from oamd.game.npc import NpcStore
+from oamd.game.npc_prompt import render_value, sentence, text_list
+from oamd.game.persona import Persona, parse_persona
 
-__all__ = ["DecisionOption", "DecisionRequest", "decision_schema", "parse_options"]
+__all__ = [
+    "DecisionOption",
+    "DecisionRequest",
+    "actor_persona",
+    "decision_schema",
+    "parse_options",
+]
 
 DEFAULT_INSTRUCTIONS = (
     "You make decisions for characters in a video game. Pick the option that best fits the "
@@ -29,6 +36,20 @@ DEFAULT_INSTRUCTIONS = (
 )
 ONLY_OPTION_REASON = "It is the only option."
 DEFAULT_CONFIDENCE = 50
+
+
+def actor_persona(npcs: NpcStore, actor: Any, path: str = "actor") -> Persona | None:
+    """A decision's ``actor``: a persona object, or the id of an NPC to decide as.
+
+    Raises:
+        NpcNotFound: no NPC has that id. InvalidParams: an invalid persona.
+    """
+    if actor is None:
+        return None
+    if isinstance(actor, str):
+        return npcs.get(actor).persona
+    persona, _ = parse_persona(actor, path)
+    return persona
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,9 @@ from oamd.agent.tools import ToolChoice, ToolDefinition
 from oamd.agent.turn import ToolExecutor, TurnSettings, TurnSpec
 from oamd.backends.base import Sampling
 from oamd.errors import InvalidRequest, ModelError
-from oamd.game.npc import MemoryDraft, Npc, render_value
+from oamd.game.npc import Npc
+from oamd.game.npc_prompt import render_value
+from oamd.game.npc_tools import MemoryDraft
 from oamd.game.persona import match_emotion
 
 __all__ = [
@@ -352,8 +354,4 @@ def _fallback(
     return outcome
 
 
-def new_draft(npc: Npc) -> MemoryDraft:
-    return MemoryDraft(npc.memory.copy(), npc.options.maxFacts, npc.options.maxRelationshipChange)
-
-
-__all__ += ["new_draft", "split_emotion_tag"]
+__all__ += ["split_emotion_tag"]
