@@ -2,8 +2,9 @@
 world tools.
 
 ``WorldState`` owns one document and its ``version``; every operation is atomic (a failing one
-changes nothing and does not count) and returns the changed leaves. ``WorldStore`` owns one
-connection's worlds, ids (``w1``…, ``sub1``…), limits, NPC counts and subscriptions, and hands
+changes nothing and does not count) and returns the changed leaves. ``WorldStore`` (an
+``ObjectStore``: ids ``w1``…, limit, lookup, errors) owns one connection's worlds, NPC counts and
+subscriptions (``sub1``…), and hands
 each committed change to its ``on_change`` sink, which the methods layer turns into
 ``world/changed`` notifications. Changes reach the sink however they were made (a ``world/*``
 request or an NPC's ``update_world_state``), synchronously, so they precede the response of the
@@ -14,11 +15,12 @@ stays valid; callers must not mutate what they get either.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from oamd.agent.session import check_object_id, utc_now
+from oamd.agent.store import ObjectStore
 from oamd.agent.tools import ToolOutput
 from oamd.errors import LimitReached, SubscriptionNotFound, WorldError, WorldExists, WorldNotFound
 from oamd.game import _world_tools as tools
@@ -320,7 +322,7 @@ ChangeSink = Callable[[str, list[Change]], None]
 subscriptions."""
 
 
-class WorldStore:
+class WorldStore(ObjectStore[WorldState]):
     """One connection's worlds and subscriptions, in creation order.
 
     Limits: ``max_worlds`` (``world/create`` past it fails ``limit_reached``) and
@@ -334,30 +336,30 @@ class WorldStore:
         max_worlds: int = MAX_WORLDS,
         max_subscriptions: int = MAX_SUBSCRIPTIONS,
     ) -> None:
+        super().__init__(
+            "w",
+            max_worlds,
+            not_found=WorldNotFound,
+            exists=WorldExists,
+            full=lambda n: LimitReached("worlds", n),
+        )
         self.on_change = on_change
-        self.max_worlds = max_worlds
         self.max_subscriptions = max_subscriptions
-        self._worlds: dict[str, WorldState] = {}
         self._subscriptions: dict[str, Subscription] = {}
         self._npcs: dict[str, int] = {}
-        self._world_ids = itertools.count(1)
         self._subscription_ids = itertools.count(1)
 
     # ---- worlds ----------------------------------------------------------------------------
 
-    def check_new(self, world_id: str | None) -> str:
-        """A free id: ``world_id`` checked, or the next unused ``w<n>``.
+    def check_id(self, world_id: str) -> None:
+        """Checks a world id the client chose.
 
         Raises:
             InvalidParams: not 1-128 printable characters.
             WorldExists: the id is taken.
         """
-        if world_id is None:
-            return next(i for i in (f"w{n}" for n in self._world_ids) if i not in self._worlds)
         check_object_id(world_id, "world")
-        if world_id in self._worlds:
-            raise WorldExists(world_id)
-        return world_id
+        self.check_new(world_id)
 
     def create(
         self, world_id: str | None = None, state: dict[str, Any] | None = None
@@ -369,9 +371,9 @@ class WorldStore:
             LimitReached: ``max_worlds`` worlds are alive.
         """
         if world_id is not None:
-            self.check_new(world_id)
-        self._check_room()
-        return self.add(WorldState(state, id=world_id or self.check_new(None)))
+            self.check_id(world_id)
+        self.check_room()
+        return self.add(WorldState(state, id=world_id or self.new_id()))
 
     def add(self, world: WorldState) -> WorldState:
         """Makes an existing world reachable under ``world.id`` (a host-shared world).
@@ -380,21 +382,9 @@ class WorldStore:
             InvalidParams: a malformed id. WorldExists: the id is taken.
             LimitReached: ``max_worlds`` worlds are alive.
         """
-        self.check_new(world.id)
-        self._check_room()
+        check_object_id(world.id, "world")
+        super().add(world)
         world.observer = lambda changes, world_id=world.id: self._changed(world_id, changes)
-        self._worlds[world.id] = world
-        return world
-
-    def _check_room(self) -> None:
-        if len(self._worlds) >= self.max_worlds:
-            raise LimitReached("worlds", self.max_worlds)
-
-    def get(self, world_id: str) -> WorldState:
-        """Raises: WorldNotFound."""
-        world = self._worlds.get(world_id)
-        if world is None:
-            raise WorldNotFound(world_id)
         return world
 
     def delete(self, world_id: str) -> int:
@@ -404,31 +394,24 @@ class WorldStore:
         Raises:
             WorldNotFound.
         """
-        world = self.get(world_id)
-        del self._worlds[world_id]
-        world.observer = None
+        self._release(self.remove(world_id))
         ended = [s.id for s in self._subscriptions.values() if s.world == world_id]
         for sub_id in ended:
             del self._subscriptions[sub_id]
         return len(ended)
 
-    def __iter__(self) -> Iterator[WorldState]:
-        """Live worlds in creation order."""
-        return iter(list(self._worlds.values()))
-
     def held_bytes(self) -> int:
         """About the JSON size of every world document."""
         return sum(world.bytes for world in self)
 
-    def __len__(self) -> int:
-        return len(self._worlds)
-
-    def clear(self) -> None:
+    def clear(self) -> int:
         """Forgets every world and subscription (the connection closed)."""
-        for world in self._worlds.values():
-            world.observer = None
-        self._worlds.clear()
         self._subscriptions.clear()
+        return super().clear()
+
+    def _release(self, world: WorldState) -> int:
+        world.observer = None  # holders keep the world; its changes reach no subscriber
+        return 0
 
     # ---- NPCs ------------------------------------------------------------------------------
 

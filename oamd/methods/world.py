@@ -63,7 +63,7 @@ def create(req: Request) -> Result:
     p = Params(req.params)
     world_id = p.opt_string("world")
     if world_id is not None:
-        store.check_new(world_id)
+        store.check_id(world_id)
     state = req.params.get("state")
     if state is not None and not isinstance(state, dict):
         raise InvalidParams("'state' must be a JSON object (the world root).")
