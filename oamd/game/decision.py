@@ -14,7 +14,7 @@ from oamd.agent.events import TurnResult
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import TurnSettings, TurnSpec
+from oamd.agent.turn import TurnSpec, one_off_turn
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import InvalidParams, ModelError
 from oamd.game.npc import NpcStore
@@ -174,14 +174,14 @@ class DecisionRequest:
 
     def spec(self, model: LanguageModel) -> TurnSpec:
         choice = self.choice if self.tools else ToolChoice("none")
-        return TurnSpec(
-            model=model,
-            instructions=self.system_text(),
+        return one_off_turn(
+            model,
+            self.system_text(),
+            self.prompt(),
             tools=self.tools,
             policy=ToolPolicy(choice=choice, max_rounds=self.max_tool_rounds),
-            prompt=self.prompt(),
             schema=decision_schema(self.options),
-            settings=TurnSettings(sampling=self.sampling),
+            sampling=self.sampling,
         )
 
     def only_option(self) -> dict[str, Any] | None:

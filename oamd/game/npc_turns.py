@@ -13,12 +13,11 @@ from typing import Any
 from oamd.agent.compaction import CompactionPlan, render_lines
 from oamd.agent.envelope import warm_up
 from oamd.agent.events import TurnEvent
-from oamd.agent.policy import ToolPolicy
 from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
 from oamd.agent.run import run_turn
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import ToolExecutor, TurnSettings, TurnSpec
+from oamd.agent.turn import ToolExecutor, TurnSpec, one_off_turn
 from oamd.backends.base import Sampling
 from oamd.errors import InvalidRequest, ModelError
 from oamd.game.npc import Npc
@@ -145,18 +144,9 @@ def bark_spec(npc: Npc, situation: Any) -> TurnSpec:
     state = game_state(npc)
     prompt = f"Game state:\n{state}\n" if state else ""
     prompt += f"Situation: {text or 'An ordinary moment.'}\nPlayer: (The player says nothing.)"
-    return TurnSpec(
-        model=npc.model,
-        instructions=instructions,
-        tools=[],
-        policy=ToolPolicy(choice=ToolChoice("none"), max_rounds=0),
-        prompt=prompt,
-        settings=TurnSettings(
-            sampling=Sampling(
-                temperature=npc.options.temperature, max_tokens=npc.options.barkMaximumTokens
-            )
-        ),
-    )
+    o = npc.options
+    sampling = Sampling(temperature=o.temperature, max_tokens=o.barkMaximumTokens)
+    return one_off_turn(npc.model, instructions, prompt, sampling=sampling)
 
 
 async def run_bark(npc: Npc, spec: TurnSpec) -> str:
