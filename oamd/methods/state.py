@@ -11,7 +11,7 @@ from oamd.limits import MAX_CONNECTION_BYTES, MAX_SESSIONS
 if TYPE_CHECKING:
     from oamd.agent.session import SessionStore
     from oamd.game.npc import NpcStore
-    from oamd.game.world import WorldStore
+    from oamd.game.world_store import WorldStore
 
 __all__ = ["BridgeState", "DaemonConfig"]
 
@@ -65,7 +65,7 @@ class BridgeState:
     def worlds(self) -> WorldStore:
         """The connection's worlds; ``methods.world.world_store`` gives it its change sink."""
         if self._worlds is None:
-            from oamd.game.world import WorldStore
+            from oamd.game.world_store import WorldStore
 
             self._worlds = WorldStore()
         return self._worlds

@@ -12,7 +12,8 @@ from typing import Any
 
 from oamd.agent.params import Params
 from oamd.errors import InvalidParams
-from oamd.game.world import Change, Subscription, WorldState, WorldStore
+from oamd.game.world import Change, WorldState
+from oamd.game.world_store import Subscription, WorldStore
 from oamd.methods.budget import needs_room
 from oamd.rpc import Registry, Request, Result
 
