@@ -10,7 +10,9 @@ import pytest
 
 from oamd.agent.events import PartialValue, TextUpdated, ToolCall, ToolRecord
 from oamd.agent.tools import ToolOutput
-from oamd.game.npc import MemoryDraft, Npc, memory_note, npc_instructions
+from oamd.game.npc import Npc
+from oamd.game.npc_prompt import memory_note, npc_instructions
+from oamd.game.npc_tools import MemoryDraft
 from oamd.game.persona import EMOTIONS, Memory, NpcOptions, Persona
 from oamd.game.talk import (
     LineTracker,

@@ -17,7 +17,8 @@ from oamd.errors import (
     WorldExists,
     WorldNotFound,
 )
-from oamd.game.world import Change, WorldState, WorldStore
+from oamd.game.world import Change, WorldState
+from oamd.game.world_store import WorldStore
 
 
 def test_set_returns_the_change_and_counts_a_version() -> None:

@@ -10,13 +10,12 @@ from oamd.agent.tools import ToolOutput
 from oamd.game.world import (
     Change,
     WorldState,
-    WorldStore,
     read_tool_description,
     read_world_tool,
     write_tool_description,
     write_world_state,
-    write_world_tool,
 )
+from oamd.game.world_store import WorldStore, write_world_tool
 
 STATE = {
     "player": {"name": "Aria", "gold": 60, "brave": True, "bag": ["rope"], "hat": None},

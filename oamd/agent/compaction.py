@@ -8,10 +8,9 @@ from typing import Any
 
 import orjson
 
-from oamd.agent.policy import ToolPolicy
 from oamd.agent.prompt import turn_starts
-from oamd.agent.tools import ToolChoice, ToolOutput
-from oamd.agent.turn import TurnSettings, TurnSpec
+from oamd.agent.tools import ToolOutput
+from oamd.agent.turn import TurnSpec, one_off_turn
 from oamd.backends.base import LanguageModel
 
 __all__ = ["DEFAULT_SUMMARY_INSTRUCTIONS", "CompactionPlan", "compact_history", "render_lines"]
@@ -53,14 +52,7 @@ class CompactionPlan:
     prompt: str
 
     def spec(self, model: LanguageModel) -> TurnSpec:
-        return TurnSpec(
-            model=model,
-            instructions=self.instructions,
-            tools=[],
-            policy=ToolPolicy(choice=ToolChoice("none"), max_rounds=0),
-            prompt=self.prompt,
-            settings=TurnSettings(max_attempts=1),
-        )
+        return one_off_turn(model, self.instructions, self.prompt, max_attempts=1)
 
 
 def compact_history(

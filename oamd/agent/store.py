@@ -1,8 +1,8 @@
-"""ObjectStore: the sessions (or NPCs) of one connection, in creation order, by id.
+"""ObjectStore: the sessions, NPCs or worlds of one connection, in creation order, by id.
 
 Generated ids are ``<prefix><n>`` from a counter that skips ids in use and advances even when the
 creation fails later (as the reference does). Each kind brings its own errors for a missing id,
-a taken id and a full store; clearing the store cancels every object's queued work.
+a taken id and a full store; clearing the store cancels every queued object's work.
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ from oamd.errors import OamdError
 __all__ = ["ObjectStore"]
 
 
-class _Queued(Protocol):
+class _Identified(Protocol):
     id: str
-    queue: TurnQueue
 
 
-T = TypeVar("T", bound=_Queued)
+T = TypeVar("T", bound=_Identified)
 
 
 class ObjectStore(Generic[T]):
@@ -54,11 +53,16 @@ class ObjectStore(Generic[T]):
         if object_id in self._objects:
             raise self._exists(object_id)
 
-    def add(self, obj: T) -> None:
-        self.check_new(obj.id)
+    def check_room(self) -> None:
+        """Raises the store's ``full`` error when ``limit`` objects are alive."""
         if len(self._objects) >= self.limit:
             raise self._full(self.limit)
+
+    def add(self, obj: T) -> T:
+        self.check_new(obj.id)
+        self.check_room()
         self._objects[obj.id] = obj
+        return obj
 
     def get(self, object_id: Any) -> T:
         obj = self._objects.get(object_id) if isinstance(object_id, str) else None
@@ -78,7 +82,14 @@ class ObjectStore(Generic[T]):
         return len(self._objects)
 
     def clear(self) -> int:
-        """Cancels every object's queued and running work and forgets them all."""
-        cancelled = sum(obj.queue.cancel_all() for obj in self._objects.values())
+        """Releases every object (``_release``) and forgets them all; returns how many operations
+        that cancelled."""
+        cancelled = sum(self._release(obj) for obj in self._objects.values())
         self._objects.clear()
         return cancelled
+
+    def _release(self, obj: T) -> int:
+        """Ends ``obj`` as the store forgets it: an object with a queue has its queued and running
+        work cancelled (returns how many operations)."""
+        queue: TurnQueue | None = getattr(obj, "queue", None)
+        return 0 if queue is None else queue.cancel_all()

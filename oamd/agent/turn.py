@@ -3,7 +3,8 @@
 It is the bottom floor of the turn: both tool loops (``oamd.agent.native``, ``oamd.agent.envelope``)
 build on it and the dispatcher (``oamd.agent.run``) sits above them, so nothing here imports a
 loop. ``TurnSettings`` holds the defaults of every per-turn knob once; ``RetryPolicy`` is the one
-rule both loops retry model failures by.
+rule both loops retry model failures by; ``one_off_turn`` builds the spec of every turn that has
+no session (NPC lines and barks, decisions, content, summaries).
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from oamd.agent.events import ToolCall, ToolRecord
 from oamd.agent.history import History
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.schema import CompiledSchema
-from oamd.agent.tools import ToolDefinition, ToolOutput
+from oamd.agent.tools import ToolChoice, ToolDefinition, ToolOutput
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import ModelError
 
 __all__ = [
     "DEFAULT_TURN_SETTINGS",
     "MAX_RETRY_AFTER_SECONDS",
+    "NO_TOOLS",
     "RETRIED_ERRORS",
     "RETRY_FIRST_WAIT_SECONDS",
     "RetryPolicy",
@@ -32,6 +34,7 @@ __all__ = [
     "TurnSettings",
     "TurnSpec",
     "new_call_id",
+    "one_off_turn",
 ]
 
 RETRIED_ERRORS = frozenset({"generation_failed", "busy", "rate_limited"})
@@ -168,3 +171,35 @@ class TurnSpec:
     watch: Callable[[list[dict[str, Any]]], None] | None = None
     """Receives the live list of this attempt's entries (``session/transcript`` shows a running
     turn's progress); the list grows as the turn runs and is not committed by being watched."""
+
+
+NO_TOOLS = ToolPolicy(choice=ToolChoice("none"), max_rounds=0)
+"""The policy of a turn that offers no tools (a bark, a summary, a retry after a blocked turn)."""
+
+
+def one_off_turn(
+    model: LanguageModel,
+    instructions: str | None,
+    prompt: str,
+    *,
+    tools: Sequence[ToolDefinition] = (),
+    policy: ToolPolicy = NO_TOOLS,
+    schema: CompiledSchema | None = None,
+    sampling: Sampling = Sampling(),
+    history: History | None = None,
+    max_attempts: int = DEFAULT_TURN_SETTINGS.max_attempts,
+    carried_records: Sequence[ToolRecord] = (),
+) -> TurnSpec:
+    """The spec of a turn outside a session: ``TurnSettings``' defaults but for ``sampling`` and
+    ``max_attempts``, and no tools unless given (with their ``policy``)."""
+    return TurnSpec(
+        model=model,
+        instructions=instructions,
+        tools=tools,
+        policy=policy,
+        prompt=prompt,
+        history=History() if history is None else history,
+        schema=schema,
+        settings=TurnSettings(sampling=sampling, max_attempts=max_attempts),
+        carried_records=carried_records,
+    )

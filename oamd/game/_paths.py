@@ -196,7 +196,8 @@ _MERGE_DEPTH = 64
 
 def merging(patch: Any, target: Any, path: Segments, changes: list[Leaf], depth: int = 0) -> Any:
     """RFC 7386: ``target`` (or ``ABSENT``) merged with ``patch``; appends one change per changed
-    leaf to ``changes``, in patch order. A non-object target is replaced, as one change."""
+    leaf to ``changes``, in patch order. A non-object target is replaced, as one change. The
+    tree's one merge patch: ``world/merge`` reports the changes, ``npc/update`` ignores them."""
     if not isinstance(patch, dict) or depth >= _MERGE_DEPTH:
         if target is ABSENT or not same(target, patch):
             changes.append((path, target, patch))

@@ -10,7 +10,7 @@ import orjson
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.schema import CompiledSchema
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import TurnSettings, TurnSpec
+from oamd.agent.turn import TurnSpec, one_off_turn
 from oamd.backends.base import LanguageModel, Sampling
 
 __all__ = ["ContentRequest"]
@@ -40,12 +40,12 @@ class ContentRequest:
             )
             prompt = f"{prompt}\nFacts: {context}"
         instructions = self.instructions.strip() if self.instructions else ""
-        return TurnSpec(
-            model=model,
-            instructions=instructions or DEFAULT_INSTRUCTIONS,
+        return one_off_turn(
+            model,
+            instructions or DEFAULT_INSTRUCTIONS,
+            prompt,
             tools=self.tools,
             policy=ToolPolicy(choice=ToolChoice("auto" if self.tools else "none")),
-            prompt=prompt,
             schema=self.schema,
-            settings=TurnSettings(sampling=self.sampling),
+            sampling=self.sampling,
         )

@@ -14,13 +14,20 @@ from oamd.agent.events import TurnResult
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import TurnSettings, TurnSpec
+from oamd.agent.turn import TurnSpec, one_off_turn
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import InvalidParams, ModelError
-from oamd.game.npc import render_value, sentence, text_list
-from oamd.game.persona import Persona
+from oamd.game.npc import NpcStore
+from oamd.game.npc_prompt import render_value, sentence, text_list
+from oamd.game.persona import Persona, parse_persona
 
-__all__ = ["DecisionOption", "DecisionRequest", "decision_schema", "parse_options"]
+__all__ = [
+    "DecisionOption",
+    "DecisionRequest",
+    "actor_persona",
+    "decision_schema",
+    "parse_options",
+]
 
 DEFAULT_INSTRUCTIONS = (
     "You make decisions for characters in a video game. Pick the option that best fits the "
@@ -29,6 +36,20 @@ DEFAULT_INSTRUCTIONS = (
 )
 ONLY_OPTION_REASON = "It is the only option."
 DEFAULT_CONFIDENCE = 50
+
+
+def actor_persona(npcs: NpcStore, actor: Any, path: str = "actor") -> Persona | None:
+    """A decision's ``actor``: a persona object, or the id of an NPC to decide as.
+
+    Raises:
+        NpcNotFound: no NPC has that id. InvalidParams: an invalid persona.
+    """
+    if actor is None:
+        return None
+    if isinstance(actor, str):
+        return npcs.get(actor).persona
+    persona, _ = parse_persona(actor, path)
+    return persona
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,14 +174,14 @@ class DecisionRequest:
 
     def spec(self, model: LanguageModel) -> TurnSpec:
         choice = self.choice if self.tools else ToolChoice("none")
-        return TurnSpec(
-            model=model,
-            instructions=self.system_text(),
+        return one_off_turn(
+            model,
+            self.system_text(),
+            self.prompt(),
             tools=self.tools,
             policy=ToolPolicy(choice=choice, max_rounds=self.max_tool_rounds),
-            prompt=self.prompt(),
             schema=decision_schema(self.options),
-            settings=TurnSettings(sampling=self.sampling),
+            sampling=self.sampling,
         )
 
     def only_option(self) -> dict[str, Any] | None:

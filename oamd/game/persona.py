@@ -1,5 +1,5 @@
 """An NPC's persona, options and memory: parsing with defaults (§6), encoding for saves, and
-RFC 7386 merge patches for ``npc/update``.
+the ``npc/update`` rules (RFC 7386 merge patches, through the tree's one merge in ``_paths``).
 
 Parsing is all-or-nothing: each ``parse_*`` returns a new value or raises ``InvalidParams`` naming
 the field (``persona.goals``), and reports unknown fields as warnings.
@@ -14,10 +14,12 @@ from typing import Any
 from oamd.agent.params import Params
 from oamd.agent.tools import ToolChoice, parse_tool_choice
 from oamd.errors import InvalidParams
+from oamd.game._paths import merging
 from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS
 
 __all__ = [
     "DEFAULT_FALLBACK_LINES",
+    "DEFAULT_SECRETS_THRESHOLD",
     "EMOTIONS",
     "Memory",
     "NpcOptions",
@@ -27,6 +29,7 @@ __all__ = [
     "parse_memory",
     "parse_npc_options",
     "parse_persona",
+    "patched_options",
 ]
 
 EMOTIONS = (
@@ -87,6 +90,8 @@ DEFAULT_FALLBACK_LINES = (
 )
 MAX_PLAYER_OPTIONS = 4
 MIN_RELATIONSHIP, MAX_RELATIONSHIP = -100, 100
+DEFAULT_SECRETS_THRESHOLD = 50
+"""The relationship at which an NPC may share its secrets, unless its options say otherwise."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +154,7 @@ class NpcOptions:
     memoryTools: tuple[str, ...] = ()
     maxFacts: int = 12
     maxRelationshipChange: int = 10
-    secretsUnlockAtRelationship: int | None = 50
+    secretsUnlockAtRelationship: int | None = DEFAULT_SECRETS_THRESHOLD
     replyFormat: str = "automatic"
     emotions: tuple[str, ...] = EMOTIONS
     playerOptionCount: int = 3
@@ -338,15 +343,25 @@ def parse_memory(value: Any, path: str = "memory") -> Memory:
 
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge recursively, ``null`` deletes, anything else replaces."""
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
+    return merging(patch, target, (), [])
+
+
+def patched_options(
+    options: NpcOptions, patch: dict[str, Any], engine_timeout: float
+) -> tuple[NpcOptions, list[str]]:
+    """``npc/update``'s ``options``: ``patch`` merged over the NPC's options; a field the patch
+    deletes (``null``) returns to its default, ``toolTimeoutSeconds`` to the engine's.
+
+    Raises:
+        InvalidParams: a merged field is invalid, named as ``options.<field>``.
+    """
+    merged = merge_patch(options.to_wire(), patch)
+    if "toolTimeoutSeconds" in patch and patch["toolTimeoutSeconds"] is None:
+        merged["toolTimeoutSeconds"] = engine_timeout
+    updated, warnings = parse_npc_options(merged)
+    if "secretsUnlockAtRelationship" not in merged:
+        updated = replace(updated, secretsUnlockAtRelationship=DEFAULT_SECRETS_THRESHOLD)
+    return updated, warnings
 
 
 __all__ += ["clamp_relationship"]

@@ -21,10 +21,12 @@ from oamd.agent.policy import ToolPolicy
 from oamd.agent.run import run_turn
 from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import ToolExecutor, TurnSettings, TurnSpec
+from oamd.agent.turn import ToolExecutor, one_off_turn
 from oamd.backends.base import Sampling
 from oamd.errors import InvalidRequest, ModelError
-from oamd.game.npc import MemoryDraft, Npc, render_value
+from oamd.game.npc import Npc
+from oamd.game.npc_prompt import render_value
+from oamd.game.npc_tools import MemoryDraft
 from oamd.game.persona import match_emotion
 
 __all__ = [
@@ -284,19 +286,17 @@ async def run_talk(
 ) -> TalkOutcome:
     """Runs the turn; raises ``ModelError`` when it fails and no fallback applies."""
     o = npc.options
-    settings = TurnSettings(
-        sampling=Sampling(temperature=o.temperature, max_tokens=o.maximumResponseTokens)
-    )
+    sampling = Sampling(temperature=o.temperature, max_tokens=o.maximumResponseTokens)
     structured = o.replyFormat in ("automatic", "structured")
-    spec = TurnSpec(
-        model=npc.model,
-        instructions=instructions,
-        history=npc.history,
+    spec = one_off_turn(
+        npc.model,
+        instructions,
+        prompt,
         tools=tools,
         policy=_policy(npc, tools, choice),
-        prompt=prompt,
         schema=reply_schema(npc) if structured else None,
-        settings=settings,
+        sampling=sampling,
+        history=npc.history,
     )
     try:
         result = await run_turn(spec, emit, execute)
@@ -306,14 +306,12 @@ async def run_talk(
         records = list(exc.turn_records)
         if o.replyFormat != "automatic":
             return _fallback(npc, records, tracker, exc)
-        retry = TurnSpec(
-            model=npc.model,
-            instructions=instructions,
+        retry = one_off_turn(
+            npc.model,
+            instructions,
+            _retry_prompt(prompt, records),
+            sampling=sampling,
             history=npc.history,
-            tools=[],
-            policy=ToolPolicy(choice=ToolChoice("none"), max_rounds=0),
-            prompt=_retry_prompt(prompt, records),
-            settings=settings,
             carried_records=records,
         )
         try:
@@ -352,8 +350,4 @@ def _fallback(
     return outcome
 
 
-def new_draft(npc: Npc) -> MemoryDraft:
-    return MemoryDraft(npc.memory.copy(), npc.options.maxFacts, npc.options.maxRelationshipChange)
-
-
-__all__ += ["new_draft", "split_emotion_tag"]
+__all__ += ["split_emotion_tag"]

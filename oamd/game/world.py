@@ -2,25 +2,21 @@
 world tools.
 
 ``WorldState`` owns one document and its ``version``; every operation is atomic (a failing one
-changes nothing and does not count) and returns the changed leaves. ``WorldStore`` owns one
-connection's worlds, ids (``w1``…, ``sub1``…), limits, NPC counts and subscriptions, and hands
-each committed change to its ``on_change`` sink, which the methods layer turns into
-``world/changed`` notifications. Changes reach the sink however they were made (a ``world/*``
-request or an NPC's ``update_world_state``), synchronously, so they precede the response of the
-request that caused them. Documents are never mutated in place, so ``snapshot()`` is cheap and
-stays valid; callers must not mutate what they get either.
+changes nothing and does not count) and returns the changed leaves, which it hands to its
+``observer`` (the ``WorldStore`` that holds it, ``game.world_store``). Documents are never
+mutated in place, so ``snapshot()`` is cheap and stays valid; callers must not mutate what they
+get either.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from oamd.agent.session import check_object_id, utc_now
+from oamd.agent.session import utc_now
 from oamd.agent.tools import ToolOutput
-from oamd.errors import LimitReached, SubscriptionNotFound, WorldError, WorldExists, WorldNotFound
+from oamd.errors import LimitReached, WorldError
 from oamd.game import _world_tools as tools
 from oamd.game._paths import (
     ABSENT,
@@ -29,7 +25,6 @@ from oamd.game._paths import (
     Segments,
     depth_of,
     merging,
-    overlaps,
     parse_path,
     removing,
     render,
@@ -38,21 +33,17 @@ from oamd.game._paths import (
     value_at,
 )
 from oamd.jsonvalue import dumps
-from oamd.limits import MAX_SUBSCRIPTIONS, MAX_WORLD_BYTES, MAX_WORLDS
+from oamd.limits import MAX_WORLD_BYTES
 from oamd.log import get_logger
 
 __all__ = [
     "READ_LIMIT_CHARS",
     "Change",
-    "ChangeSink",
-    "Subscription",
     "WorldState",
-    "WorldStore",
     "read_tool_description",
     "read_world_tool",
     "write_tool_description",
     "write_world_state",
-    "write_world_tool",
 ]
 
 log = get_logger("oamd.game")
@@ -300,195 +291,6 @@ def _flatten(value: Any, path: str, lines: list[str], depth: int) -> None:
     lines.append(f"{path or 'state'}: {text}")
 
 
-@dataclass(frozen=True, slots=True)
-class Subscription:
-    """A ``world/subscribe`` registration: changes at, inside or above ``path`` reach it."""
-
-    id: str
-    world: str
-    path: str
-    """As the client gave it."""
-    segments: Segments
-
-    def concerns(self, change: Change) -> bool:
-        """Whether ``change`` is at, inside or above this subscription's path."""
-        return overlaps(change.segments, self.segments)
-
-
-ChangeSink = Callable[[str, list[Change]], None]
-"""``on_change(world_id, changes)``: called after each committed operation on a world that has
-subscriptions."""
-
-
-class WorldStore:
-    """One connection's worlds and subscriptions, in creation order.
-
-    Limits: ``max_worlds`` (``world/create`` past it fails ``limit_reached``) and
-    ``max_subscriptions``.
-    """
-
-    def __init__(
-        self,
-        on_change: ChangeSink | None = None,
-        *,
-        max_worlds: int = MAX_WORLDS,
-        max_subscriptions: int = MAX_SUBSCRIPTIONS,
-    ) -> None:
-        self.on_change = on_change
-        self.max_worlds = max_worlds
-        self.max_subscriptions = max_subscriptions
-        self._worlds: dict[str, WorldState] = {}
-        self._subscriptions: dict[str, Subscription] = {}
-        self._npcs: dict[str, int] = {}
-        self._world_ids = itertools.count(1)
-        self._subscription_ids = itertools.count(1)
-
-    # ---- worlds ----------------------------------------------------------------------------
-
-    def check_new(self, world_id: str | None) -> str:
-        """A free id: ``world_id`` checked, or the next unused ``w<n>``.
-
-        Raises:
-            InvalidParams: not 1-128 printable characters.
-            WorldExists: the id is taken.
-        """
-        if world_id is None:
-            return next(i for i in (f"w{n}" for n in self._world_ids) if i not in self._worlds)
-        check_object_id(world_id, "world")
-        if world_id in self._worlds:
-            raise WorldExists(world_id)
-        return world_id
-
-    def create(
-        self, world_id: str | None = None, state: dict[str, Any] | None = None
-    ) -> WorldState:
-        """A new world holding ``state`` (taken over, not copied), at version 0.
-
-        Raises:
-            InvalidParams: a malformed id. WorldExists: the id is taken.
-            LimitReached: ``max_worlds`` worlds are alive.
-        """
-        if world_id is not None:
-            self.check_new(world_id)
-        self._check_room()
-        return self.add(WorldState(state, id=world_id or self.check_new(None)))
-
-    def add(self, world: WorldState) -> WorldState:
-        """Makes an existing world reachable under ``world.id`` (a host-shared world).
-
-        Raises:
-            InvalidParams: a malformed id. WorldExists: the id is taken.
-            LimitReached: ``max_worlds`` worlds are alive.
-        """
-        self.check_new(world.id)
-        self._check_room()
-        world.observer = lambda changes, world_id=world.id: self._changed(world_id, changes)
-        self._worlds[world.id] = world
-        return world
-
-    def _check_room(self) -> None:
-        if len(self._worlds) >= self.max_worlds:
-            raise LimitReached("worlds", self.max_worlds)
-
-    def get(self, world_id: str) -> WorldState:
-        """Raises: WorldNotFound."""
-        world = self._worlds.get(world_id)
-        if world is None:
-            raise WorldNotFound(world_id)
-        return world
-
-    def delete(self, world_id: str) -> int:
-        """Forgets the world and ends its subscriptions; returns how many ended. Holders of the
-        ``WorldState`` (NPCs) keep using it; its changes reach no subscriber any more.
-
-        Raises:
-            WorldNotFound.
-        """
-        world = self.get(world_id)
-        del self._worlds[world_id]
-        world.observer = None
-        ended = [s.id for s in self._subscriptions.values() if s.world == world_id]
-        for sub_id in ended:
-            del self._subscriptions[sub_id]
-        return len(ended)
-
-    def __iter__(self) -> Iterator[WorldState]:
-        """Live worlds in creation order."""
-        return iter(list(self._worlds.values()))
-
-    def held_bytes(self) -> int:
-        """About the JSON size of every world document."""
-        return sum(world.bytes for world in self)
-
-    def __len__(self) -> int:
-        return len(self._worlds)
-
-    def clear(self) -> None:
-        """Forgets every world and subscription (the connection closed)."""
-        for world in self._worlds.values():
-            world.observer = None
-        self._worlds.clear()
-        self._subscriptions.clear()
-
-    # ---- NPCs ------------------------------------------------------------------------------
-
-    def attach_npc(self, world_id: str) -> WorldState:
-        """Counts an NPC created with the world (``world/list``'s ``npcs``) and returns the world.
-
-        Raises:
-            WorldNotFound.
-        """
-        world = self.get(world_id)
-        self._npcs[world_id] = self._npcs.get(world_id, 0) + 1
-        return world
-
-    def detach_npc(self, world_id: str) -> None:
-        """Uncounts an NPC (deleted); never fails."""
-        count = self._npcs.get(world_id, 0) - 1
-        if count > 0:
-            self._npcs[world_id] = count
-        else:
-            self._npcs.pop(world_id, None)
-
-    def npc_count(self, world_id: str) -> int:
-        """NPCs created with ``world_id`` and alive (counted by id, like the reference)."""
-        return self._npcs.get(world_id, 0)
-
-    # ---- subscriptions ---------------------------------------------------------------------
-
-    def subscribe(self, world_id: str, path: str = "") -> Subscription:
-        """Raises: WorldNotFound; WorldError (malformed path); LimitReached."""
-        world = self.get(world_id)
-        segments = parse_path(world.check_path(path))
-        if len(self._subscriptions) >= self.max_subscriptions:
-            raise LimitReached("world subscriptions", self.max_subscriptions)
-        sub = Subscription(f"sub{next(self._subscription_ids)}", world_id, path, segments)
-        self._subscriptions[sub.id] = sub
-        return sub
-
-    def unsubscribe(self, sub_id: str) -> Subscription:
-        """Raises: SubscriptionNotFound."""
-        sub = self._subscriptions.pop(sub_id, None)
-        if sub is None:
-            raise SubscriptionNotFound(sub_id)
-        return sub
-
-    def subscriptions(self, world_id: str | None = None) -> list[Subscription]:
-        """Live subscriptions (of one world, or all) in subscription order."""
-        return [s for s in self._subscriptions.values() if world_id in (None, s.world)]
-
-    def deliveries(self, world_id: str, changes: list[Change]) -> list[tuple[Subscription, Change]]:
-        """Who hears what: for each change in order, each concerned subscription in order."""
-        subs = self.subscriptions(world_id)
-        return [(s, c) for c in changes for s in subs if s.concerns(c)]
-
-    def _changed(self, world_id: str, changes: list[Change]) -> None:
-        if self.on_change is not None and any(
-            s.world == world_id for s in self._subscriptions.values()
-        ):
-            self.on_change(world_id, changes)
-
-
 # ---- NPC world tools -------------------------------------------------------------------------
 
 
@@ -514,17 +316,6 @@ def write_world_state(state: WorldState, path: Any, value: Any, writable: list[s
     except (WorldError, LimitReached) as exc:  # the model reads why and carries on
         return ToolOutput.error(exc.message)
     return tools.write_done(planned)
-
-
-def write_world_tool(
-    store: WorldStore, world_id: str, path: Any, value: Any, writable: list[str]
-) -> ToolOutput:
-    """``write_world_state`` on the world ``world_id`` of ``store``; an error output if it is gone."""
-    try:
-        state = store.get(world_id)
-    except WorldNotFound:
-        return ToolOutput.error(f"The world '{world_id}' no longer exists.")
-    return write_world_state(state, path, value, writable)
 
 
 def read_tool_description(state: WorldState, readable: list[str]) -> str:

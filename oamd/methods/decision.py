@@ -12,10 +12,9 @@ from oamd.agent.run import run_turn
 from oamd.agent.session import parse_sampling
 from oamd.agent.tools import parse_tool_choice, parse_tools
 from oamd.errors import InvalidParams, ModelError
-from oamd.game.decision import DecisionRequest, parse_options
+from oamd.game.decision import DecisionRequest, actor_persona, parse_options
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_record, encode_usage
-from oamd.methods.npc import actor_text
 from oamd.methods.state import BridgeState
 from oamd.rpc import Deferred, Registry, Request, Result, to_wire_error
 
@@ -63,7 +62,7 @@ def _parse(
         raise InvalidParams(
             f"'{p.path('toolChoice')}' names tool '{choice.name}', which is not in 'tools'."
         )
-    actor = actor_text(state, p.get("actor"), p.path("actor"))
+    actor = actor_persona(state.npcs, p.get("actor"), p.path("actor"))
     settings = engine  # decide: its own params; decideMany: the shared engine settings
     timeout = settings.opt_seconds("toolTimeoutSeconds")
     request = DecisionRequest(

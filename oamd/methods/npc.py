@@ -2,60 +2,34 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from functools import partial
 from typing import Any
 
-from oamd.agent.compaction import CompactionPlan, render_lines
-from oamd.agent.envelope import warm_up
 from oamd.agent.events import ToolCompleted, ToolStarted
 from oamd.agent.history import History
 from oamd.agent.params import Params
-from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
-from oamd.agent.run import run_turn
 from oamd.agent.session import check_object_id
 from oamd.agent.tools import parse_tool_choice, parse_tools, tool_count_warning
-from oamd.agent.transcript import export_transcript, import_transcript
-from oamd.errors import InvalidParams, InvalidRequest, ModelError, OamdError
-from oamd.game.npc import (
-    Npc,
-    NpcStore,
-    bark_spec,
-    check_tool_names,
-    npc_instructions,
-    npc_tools,
-    tool_names,
-)
-from oamd.game.persona import (
-    NpcOptions,
-    Persona,
-    merge_patch,
-    parse_memory,
-    parse_npc_options,
-    parse_persona,
-)
-from oamd.game.talk import LineTracker, TalkOutcome, new_draft, run_talk, spoken_line, talk_prompt
+from oamd.errors import InvalidParams, OamdError
+from oamd.game.npc import Npc, check_tool_names, prepare_update, tool_names
+from oamd.game.npc_save import read_save, restore_history, save_npc
+from oamd.game.npc_turns import bark_spec, compact, keep_talk, run_bark, talk_turn, warm
+from oamd.game.persona import NpcOptions, parse_memory, parse_npc_options, parse_persona
+from oamd.game.talk import LineTracker, TalkOutcome
 from oamd.methods.budget import needs_room
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_call, encode_record, encode_usage
-from oamd.methods.npc_world import game_state, npc_world_tools, world_store
 from oamd.methods.state import BridgeState
+from oamd.methods.world import world_store
 from oamd.rpc import Deferred, Registry, Request, Result
 
-__all__ = ["actor_text", "npcs_of", "register"]
+__all__ = ["register"]
 
 CREATE_KEYS = ("npc", "persona", "tools", "world", "memory", "options", "model")
 RESTORE_KEYS = ("npc", "state", "tools", "world", "options", "model")
 TALK_KEYS = ("npc", "line", "context", "stream", "toolChoice")
 UPDATE_KEYS = ("npc", "persona", "options", "memory", "tools")
-STATE_VERSION = 1
-
-
-def npcs_of(state: BridgeState) -> NpcStore:
-    store = state.extras.get("npcs")
-    if store is None:
-        store = state.extras["npcs"] = NpcStore()
-    return store
 
 
 def _model_warning(state: BridgeState, model: Any, model_name: str) -> list[str]:
@@ -87,7 +61,7 @@ def _build(
 ) -> Npc:
     """Validates everything, in the reference's order, before anything is created."""
     state: BridgeState = req.state
-    store = npcs_of(state)
+    store = state.npcs
     if npc_id is not None:
         npc_id = check_object_id(npc_id, "npc")
         store.check_new(npc_id)
@@ -117,27 +91,13 @@ def _build(
 
 
 def _insert(req: Request, npc: Npc, warnings: list[str]) -> Result:
-    npcs_of(req.state).add(npc)
+    req.state.npcs.add(npc)
     if npc.world is not None:
         world_store(req).attach_npc(npc.world)
     names = tool_names(npc.options, [t.name for t in npc.tools], npc.world is not None)
     if npc.model.capabilities.prefix_cache:
-        req.conn.start_deferred(None, lambda: _warm(npc), respond=False)
+        req.conn.start_deferred(None, partial(warm, npc), respond=False)
     return Result({"npc": npc.id, "tools": names, "warnings": warnings})
-
-
-def _turn_setup(npc: Npc) -> tuple[Any, list[Any], str]:
-    """A talk turn's memory draft, tools and system instructions, as the NPC stands now."""
-    draft = new_draft(npc)
-    tools = npc_tools(npc, draft, npc_world_tools(npc))
-    return draft, tools, npc_instructions(npc, [t.name for t in tools])
-
-
-async def _warm(npc: Npc) -> None:
-    """The model evaluates the NPC's system text ahead of its first line (background work, a
-    text-only model with a prefix cache), so that line finds it cached."""
-    _, tools, instructions = _turn_setup(npc)
-    await warm_up(npc.model, instructions, tools)
 
 
 def create(req: Request) -> Result:
@@ -158,7 +118,7 @@ def create(req: Request) -> Result:
 
 
 def _npc(req: Request) -> Npc:
-    return npcs_of(req.state).get(Params(req.params).string("npc"))
+    return req.state.npcs.get(Params(req.params).string("npc"))
 
 
 def _talk_result(npc: Npc, outcome: TalkOutcome, warnings: list[str]) -> dict[str, Any]:
@@ -227,110 +187,37 @@ def talk(req: Request) -> Deferred:
     tracker, on_event = _npc_events(driver, npc)
 
     async def work(op: Operation) -> dict[str, Any]:
-        draft, tools, instructions = _turn_setup(npc)
-        prompt = talk_prompt(line, context, game_state(npc))
-        outcome = await run_talk(
-            npc, prompt, choice, instructions, tools, on_event, driver.execute, tracker, draft
+        outcome, draft = await talk_turn(
+            npc, line, context, choice, on_event, driver.execute, tracker
         )
         op.commit()
-        if outcome.commits_memory:
-            npc.memory = draft.committed()
-            npc.history.extend(outcome.entries)
-            _schedule_compaction(req, npc)
+        if keep_talk(npc, outcome, draft):
+            # background summarization, queued ahead of anything sent later; not awaited
+            compaction = npc.queue.schedule(partial(compact, npc), follow_up=True)
+            req.conn.start_deferred(None, compaction, respond=False)
         return _talk_result(npc, outcome, warnings)
 
     return Deferred(npc.queue.schedule(work))
 
 
-def compaction_instructions(name: str) -> str:
-    return (
-        f"You keep {name}'s memory of talking with the player in a video game. Merge the new "
-        f'conversation into the summary so far. If {name}\'s turns are JSON, only their "line" '
-        "was spoken. Keep names, promises, deals, items, prices, facts learned and how "
-        f"{name} feels about the player. Write at most 100 words of plain prose in the third "
-        "person."
-    )
-
-
-def _schedule_compaction(req: Request, npc: Npc) -> None:
-    """Queues background summarization (ahead of anything queued later) once the kept turns
-    reach ``max(compactAfterTurns, keepRecentTurns + 1)``; the talk response does not wait."""
-    o = npc.options
-    if not o.compactAfterTurns or npc.turn_count < max(o.compactAfterTurns, o.keepRecentTurns + 1):
-        return
-
-    async def compact(op: Operation) -> None:
-        entries = npc.history.entries
-        starts = turn_starts(entries)
-        if len(starts) <= o.keepRecentTurns:
-            op.commit()
-            return
-        cut = starts[len(starts) - o.keepRecentTurns] if o.keepRecentTurns else len(entries)
-        previous = npc.memory.summary
-        prompt = f"Summary so far:\n{previous}\n\n" if previous else ""
-        lines = render_lines(entries[:cut], "Player", npc.persona.name)
-        prompt += "Conversation to fold into the summary:\n" + "\n".join(lines)
-        plan = CompactionPlan(cut, compaction_instructions(npc.persona.name), prompt)
-        try:
-            result = await run_turn(plan.spec(npc.model), lambda event: None, _no_tool)
-        except ModelError:
-            return  # failures of background compaction are swallowed
-        summary = result.text.strip()
-        op.commit()
-        npc.history = npc.history.after(cut)
-        if summary:
-            npc.memory.summary = summary
-
-    req.conn.start_deferred(None, npc.queue.schedule(compact, follow_up=True), respond=False)
-
-
-async def _no_tool(call: Any, tool: Any) -> Any:
-    raise InvalidRequest("no tools during compaction")
-
-
 def bark(req: Request) -> Deferred:
     npc = _npc(req)
-    spec = bark_spec(npc, game_state(npc), Params(req.params).get("situation"))
+    spec = bark_spec(npc, Params(req.params).get("situation"))
 
     async def work() -> dict[str, Any]:
-        result = await run_turn(spec, lambda event: None, _no_tool)
-        first = next((ln.strip() for ln in result.text.splitlines() if ln.strip()), "")
-        line = spoken_line(first, npc.persona.name)
-        if not line:
-            raise ModelError("generation_failed", "The model produced an empty bark.")
-        return {"npc": npc.id, "line": line}
+        return {"npc": npc.id, "line": await run_bark(npc, spec)}
 
     return Deferred(work)
-
-
-def _complete_turns(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    starts = turn_starts(entries)
-    if starts and entries[-1]["kind"] != "response":
-        return entries[: starts[-1]]  # a trailing unanswered prompt is not saved
-    return entries
-
-
-def _save(npc: Npc) -> dict[str, Any]:
-    return {
-        "version": STATE_VERSION,
-        "persona": npc.persona.to_wire(),
-        "memory": npc.memory.to_wire(),
-        "transcript": export_transcript(None, None, [], _complete_turns(npc.history.entries)),
-        "npc": npc.id,
-        "options": npc.options.to_wire(),
-        "tools": npc.tool_definitions,
-        "world": npc.world,
-    }
 
 
 def npc_state(req: Request) -> Result | Deferred:
     npc = _npc(req)
     if Params(req.params).opt_bool("settle", True) is False:
-        return Result({"npc": npc.id, "state": _save(npc)})
+        return Result({"npc": npc.id, "state": save_npc(npc)})
 
     async def work(op: Operation) -> dict[str, Any]:
         op.commit()
-        return {"npc": npc.id, "state": _save(npc)}
+        return {"npc": npc.id, "state": save_npc(npc)}
 
     return Deferred(npc.queue.schedule(work))
 
@@ -338,15 +225,7 @@ def npc_state(req: Request) -> Result | Deferred:
 def restore(req: Request) -> Result:
     p = Params(req.params)
     warnings = p.unknown(RESTORE_KEYS)
-    saved = p.get("state")
-    if saved is None:
-        raise InvalidParams("Missing required parameter 'state'.")
-    if isinstance(saved, dict) and "version" not in saved and isinstance(saved.get("state"), dict):
-        saved = saved["state"]  # the whole npc/state result
-    if not isinstance(saved, dict):
-        raise InvalidParams("'state' must be an object from npc/state.")
-    if saved.get("version") is None:
-        raise InvalidParams("Missing required parameter 'state.version'.")
+    saved = read_save(p.get("state"))
 
     def pick(key: str) -> Any:
         return req.params[key] if key in req.params else saved.get(key)
@@ -375,9 +254,7 @@ def restore(req: Request) -> Result:
         options_path="options" if "options" in req.params else "state.options",
         tools_path="tools" if "tools" in req.params else "state.tools",
     )
-    transcript = saved.get("transcript")
-    if transcript is not None:
-        npc.history = History(import_transcript(transcript).entries)
+    restore_history(npc, saved)
     return _insert(req, npc, warnings)
 
 
@@ -391,37 +268,20 @@ def update(req: Request) -> Deferred:
     engine_timeout = req.state.config.tool_timeout
 
     async def work(op: Operation) -> dict[str, Any]:
-        persona, more = parse_persona(merge_patch(npc.persona.to_wire(), p.get("persona") or {}))
-        patch = p.get("options") or {}
-        merged = merge_patch(npc.options.to_wire(), patch)
-        if "toolTimeoutSeconds" in patch and patch["toolTimeoutSeconds"] is None:
-            merged["toolTimeoutSeconds"] = engine_timeout
-        options, option_warnings = parse_npc_options(
-            merged, NpcOptions(secretsUnlockAtRelationship=50)
+        change = prepare_update(
+            npc,
+            p.get("persona") or {},
+            p.get("options") or {},
+            p.get("memory") or {},
+            p.get("tools"),
+            replace_tools=p.present("tools"),
+            engine_timeout=engine_timeout,
         )
-        if "secretsUnlockAtRelationship" not in merged:
-            options = _with_threshold(options, 50)
-        memory = parse_memory(merge_patch(npc.memory.to_wire(), p.get("memory") or {}))
-        tools, definitions = npc.tools, npc.tool_definitions
-        if p.present("tools"):
-            tools, tool_warnings = parse_tools(p.get("tools"))
-            definitions = list(p.get("tools") or [])
-            more += tool_warnings
-        names = tool_names(options, [t.name for t in tools], npc.world is not None)
-        check_tool_names(names, options)
         op.commit()
-        npc.persona, npc.options, npc.memory = persona, options, memory
-        npc.tools, npc.tool_definitions = tools, definitions
-        return {
-            "npc": npc.id,
-            "warnings": warnings + more + option_warnings + tool_count_warning(len(names)),
-        }
+        change.apply(npc)
+        return {"npc": npc.id, "warnings": warnings + change.warnings}
 
     return Deferred(npc.queue.schedule(work))
-
-
-def _with_threshold(options: NpcOptions, value: int | None) -> NpcOptions:
-    return replace(options, secretsUnlockAtRelationship=value)
 
 
 def reset(req: Request) -> Deferred:
@@ -445,7 +305,7 @@ def cancel(req: Request) -> Result:
 
 def delete(req: Request) -> Result:
     npc = _npc(req)
-    npcs_of(req.state).remove(npc.id)
+    req.state.npcs.remove(npc.id)
     npc.queue.cancel_all()
     if npc.world is not None:
         world_store(req).detach_npc(npc.world)
@@ -454,7 +314,7 @@ def delete(req: Request) -> Result:
 
 def list_npcs(req: Request) -> Result:
     out = []
-    for npc in npcs_of(req.state):
+    for npc in req.state.npcs:
         out.append(
             {
                 "npc": npc.id,
@@ -471,16 +331,6 @@ def list_npcs(req: Request) -> Result:
             }
         )
     return Result({"npcs": out})
-
-
-def actor_text(state: BridgeState, actor: Any, path: str = "actor") -> Persona | None:
-    """A decision's ``actor``: a persona object, or the id of an NPC to decide as."""
-    if actor is None:
-        return None
-    if isinstance(actor, str):
-        return npcs_of(state).get(actor).persona
-    persona, _ = parse_persona(actor, path)
-    return persona
 
 
 def register(registry: Registry) -> None:

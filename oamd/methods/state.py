@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from oamd.agent.models import ModelFactory
 from oamd.limits import MAX_CONNECTION_BYTES, MAX_SESSIONS
 
 if TYPE_CHECKING:
     from oamd.agent.session import SessionStore
+    from oamd.game.npc import NpcStore
+    from oamd.game.world_store import WorldStore
 
 __all__ = ["BridgeState", "DaemonConfig"]
 
@@ -30,33 +32,54 @@ class DaemonConfig:
 
 @dataclass
 class BridgeState:
-    """Per connection: every session, NPC and world lives here and dies with the connection."""
+    """Per connection: every session, NPC and world lives here and dies with the connection.
+
+    Each store is created by the first call that needs it, so its modules load on first use,
+    not at start (``tests/test_app.py``).
+    """
 
     config: DaemonConfig
-    extras: dict[str, Any] = field(default_factory=dict)
     _sessions: SessionStore | None = field(default=None, init=False, repr=False)
+    _npcs: NpcStore | None = field(default=None, init=False, repr=False)
+    _worlds: WorldStore | None = field(default=None, init=False, repr=False)
 
     @property
     def sessions(self) -> SessionStore:
-        """The connection's sessions, created by the first ``session/*`` call (the session
-        modules load on first use, not at start)."""
+        """The connection's sessions."""
         if self._sessions is None:
             from oamd.agent.session import SessionStore
 
             self._sessions = SessionStore(self.config.max_sessions)
         return self._sessions
 
+    @property
+    def npcs(self) -> NpcStore:
+        """The connection's NPCs."""
+        if self._npcs is None:
+            from oamd.game.npc import NpcStore
+
+            self._npcs = NpcStore()
+        return self._npcs
+
+    @property
+    def worlds(self) -> WorldStore:
+        """The connection's worlds; ``methods.world.world_store`` gives it its change sink."""
+        if self._worlds is None:
+            from oamd.game.world_store import WorldStore
+
+            self._worlds = WorldStore()
+        return self._worlds
+
     def held_bytes(self) -> int:
         """About how much the connection's histories and world documents hold, as JSON: a sum
         over its objects (a few hundred at most), each of which keeps its own count."""
-        total = 0 if self._sessions is None else self._sessions.held_bytes()
-        for store in self.extras.values():
-            total += store.held_bytes()
-        return total
+        return sum(store.held_bytes() for store in self._stores())
 
     def cancel_all_work(self) -> None:
         """Cancels every queued and running operation and forgets every object (shutdown)."""
-        if self._sessions is not None:
-            self._sessions.clear()
-        for store in self.extras.values():
+        for store in self._stores():
             store.clear()
+
+    def _stores(self) -> list[SessionStore | NpcStore | WorldStore]:
+        """The stores created so far."""
+        return [s for s in (self._sessions, self._npcs, self._worlds) if s is not None]

@@ -3,7 +3,7 @@
 World operations are immediate and atomic, so every handler answers with a ``Result``. A
 request's changes are sent as ``world/changed`` notifications while the handler runs, so they
 reach the client before its response; changes made by NPC tools go out the same way, during the
-turn. The store lives in ``state.extras["worlds"]``, created on first use by ``world_store``.
+turn. The store is ``BridgeState.worlds``; ``world_store`` gives it the sink that sends them.
 """
 
 from __future__ import annotations
@@ -12,30 +12,25 @@ from typing import Any
 
 from oamd.agent.params import Params
 from oamd.errors import InvalidParams
-from oamd.game.world import Change, Subscription, WorldState, WorldStore
+from oamd.game.world import Change, WorldState
+from oamd.game.world_store import Subscription, WorldStore
 from oamd.methods.budget import needs_room
 from oamd.rpc import Registry, Request, Result
 
 __all__ = ["encode_change", "register", "world_store"]
 
-STORE_KEY = "worlds"
-"""Where a connection's ``WorldStore`` lives in ``BridgeState.extras``."""
-
 
 def world_store(req: Request) -> WorldStore:
-    """The connection's worlds, created with a sink that sends ``world/changed`` on it."""
-    extras: dict[str, Any] = req.state.extras
-    store = extras.get(STORE_KEY)
-    if store is None:
+    """The connection's worlds, with a sink that sends ``world/changed`` on the connection."""
+    store: WorldStore = req.state.worlds
+    if store.on_change is None:
         conn = req.conn
-        store = WorldStore()
 
         def notify(world_id: str, changes: list[Change]) -> None:
             for sub, change in store.deliveries(world_id, changes):
                 conn.send_notification("world/changed", encode_change(sub, change))
 
         store.on_change = notify
-        extras[STORE_KEY] = store
     return store
 
 
@@ -69,7 +64,7 @@ def create(req: Request) -> Result:
     p = Params(req.params)
     world_id = p.opt_string("world")
     if world_id is not None:
-        store.check_new(world_id)
+        store.check_id(world_id)
     state = req.params.get("state")
     if state is not None and not isinstance(state, dict):
         raise InvalidParams("'state' must be a JSON object (the world root).")

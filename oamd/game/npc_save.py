@@ -1,0 +1,65 @@
+"""The NPC save format (``npc/state`` ↔ ``npc/restore``, §6): version 1.
+
+A save holds the persona, memory, options, client tool definitions, world id and the transcript
+of complete turns (a trailing unanswered prompt is not saved). Reading a save accepts the whole
+``npc/state`` result as well as its ``state``; building the NPC from it is the caller's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oamd.agent.history import History
+from oamd.agent.prompt import turn_starts
+from oamd.agent.transcript import export_transcript, import_transcript
+from oamd.errors import InvalidParams
+from oamd.game.npc import Npc
+
+__all__ = ["STATE_VERSION", "read_save", "restore_history", "save_npc"]
+
+STATE_VERSION = 1
+
+
+def _complete_turns(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    starts = turn_starts(entries)
+    if starts and entries[-1]["kind"] != "response":
+        return entries[: starts[-1]]  # a trailing unanswered prompt is not saved
+    return entries
+
+
+def save_npc(npc: Npc) -> dict[str, Any]:
+    """The NPC as a save, in the reference's key order."""
+    return {
+        "version": STATE_VERSION,
+        "persona": npc.persona.to_wire(),
+        "memory": npc.memory.to_wire(),
+        "transcript": export_transcript(None, None, [], _complete_turns(npc.history.entries)),
+        "npc": npc.id,
+        "options": npc.options.to_wire(),
+        "tools": npc.tool_definitions,
+        "world": npc.world,
+    }
+
+
+def read_save(saved: Any) -> dict[str, Any]:
+    """``npc/restore``'s ``state``: a save, or the whole ``npc/state`` result around one.
+
+    Raises:
+        InvalidParams: missing, not an object, or without a ``version``.
+    """
+    if saved is None:
+        raise InvalidParams("Missing required parameter 'state'.")
+    if isinstance(saved, dict) and "version" not in saved and isinstance(saved.get("state"), dict):
+        saved = saved["state"]  # the whole npc/state result
+    if not isinstance(saved, dict):
+        raise InvalidParams("'state' must be an object from npc/state.")
+    if saved.get("version") is None:
+        raise InvalidParams("Missing required parameter 'state.version'.")
+    return saved
+
+
+def restore_history(npc: Npc, saved: dict[str, Any]) -> None:
+    """Gives a restored NPC the conversation of its save, if the save has one."""
+    transcript = saved.get("transcript")
+    if transcript is not None:
+        npc.history = History(import_transcript(transcript).entries)

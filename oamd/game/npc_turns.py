@@ -1,0 +1,163 @@
+"""Running an NPC's turns: a dialogue line (``npc/talk``), a bark, a warm-up and compaction.
+
+Each function works on one ``Npc`` and leaves the order to its queue: the methods layer
+schedules the work and calls ``commit()``; what changes the NPC after that point
+(``keep_talk``, the tail of ``compact``) runs only once the operation has committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from oamd.agent.compaction import CompactionPlan, render_lines
+from oamd.agent.envelope import warm_up
+from oamd.agent.events import TurnEvent
+from oamd.agent.prompt import turn_starts
+from oamd.agent.queue import Operation
+from oamd.agent.run import run_turn
+from oamd.agent.tools import ToolChoice, ToolDefinition
+from oamd.agent.turn import ToolExecutor, TurnSpec, one_off_turn
+from oamd.backends.base import Sampling
+from oamd.errors import InvalidRequest, ModelError
+from oamd.game.npc import Npc
+from oamd.game.npc_prompt import game_state, npc_instructions, persona_instructions, render_value
+from oamd.game.npc_tools import MemoryDraft, new_draft, npc_tools, npc_world_tools
+from oamd.game.talk import LineTracker, TalkOutcome, run_talk, spoken_line, talk_prompt
+
+__all__ = [
+    "bark_spec",
+    "compact",
+    "compaction_due",
+    "compaction_instructions",
+    "keep_talk",
+    "run_bark",
+    "talk_turn",
+    "warm",
+]
+
+
+def turn_setup(npc: Npc) -> tuple[MemoryDraft, list[ToolDefinition], str]:
+    """A talk turn's memory draft, tools and system instructions, as the NPC stands now."""
+    draft = new_draft(npc)
+    tools = npc_tools(npc, draft, npc_world_tools(npc))
+    return draft, tools, npc_instructions(npc, [t.name for t in tools])
+
+
+async def warm(npc: Npc) -> None:
+    """The model evaluates the NPC's system text ahead of its first line (background work, a
+    text-only model with a prefix cache), so that line finds it cached."""
+    _, tools, instructions = turn_setup(npc)
+    await warm_up(npc.model, instructions, tools)
+
+
+async def talk_turn(
+    npc: Npc,
+    line: str,
+    context: Any,
+    choice: ToolChoice | None,
+    on_event: Callable[[TurnEvent], None],
+    execute: ToolExecutor,
+    tracker: LineTracker,
+) -> tuple[TalkOutcome, MemoryDraft]:
+    """One dialogue turn, not yet kept: its outcome and the memory it staged.
+
+    Raises:
+        ModelError: the turn failed and no fallback applies.
+    """
+    draft, tools, instructions = turn_setup(npc)
+    prompt = talk_prompt(line, context, game_state(npc))
+    outcome = await run_talk(
+        npc, prompt, choice, instructions, tools, on_event, execute, tracker, draft
+    )
+    return outcome, draft
+
+
+def keep_talk(npc: Npc, outcome: TalkOutcome, draft: MemoryDraft) -> bool:
+    """Keeps a committed turn's exchange and memory (a fallback keeps neither); returns whether
+    compaction is due now."""
+    if not outcome.commits_memory:
+        return False
+    npc.memory = draft.committed()
+    npc.history.extend(outcome.entries)
+    return compaction_due(npc)
+
+
+def compaction_instructions(name: str) -> str:
+    return (
+        f"You keep {name}'s memory of talking with the player in a video game. Merge the new "
+        f'conversation into the summary so far. If {name}\'s turns are JSON, only their "line" '
+        "was spoken. Keep names, promises, deals, items, prices, facts learned and how "
+        f"{name} feels about the player. Write at most 100 words of plain prose in the third "
+        "person."
+    )
+
+
+def compaction_due(npc: Npc) -> bool:
+    """Whether the kept turns reach ``max(compactAfterTurns, keepRecentTurns + 1)``."""
+    o = npc.options
+    return bool(o.compactAfterTurns) and npc.turn_count >= max(
+        o.compactAfterTurns, o.keepRecentTurns + 1
+    )
+
+
+async def compact(npc: Npc, op: Operation) -> None:
+    """Folds all but the ``keepRecentTurns`` latest turns into the memory's summary (background
+    work: a model failure leaves the NPC as it was)."""
+    o = npc.options
+    entries = npc.history.entries
+    starts = turn_starts(entries)
+    if len(starts) <= o.keepRecentTurns:
+        op.commit()
+        return
+    cut = starts[len(starts) - o.keepRecentTurns] if o.keepRecentTurns else len(entries)
+    previous = npc.memory.summary
+    prompt = f"Summary so far:\n{previous}\n\n" if previous else ""
+    lines = render_lines(entries[:cut], "Player", npc.persona.name)
+    prompt += "Conversation to fold into the summary:\n" + "\n".join(lines)
+    plan = CompactionPlan(cut, compaction_instructions(npc.persona.name), prompt)
+    try:
+        result = await run_turn(plan.spec(npc.model), lambda event: None, _no_tool)
+    except ModelError:
+        return  # failures of background compaction are swallowed
+    summary = result.text.strip()
+    op.commit()
+    npc.history = npc.history.after(cut)
+    if summary:
+        npc.memory.summary = summary
+
+
+async def _no_tool(call: Any, tool: Any) -> Any:
+    raise InvalidRequest("no tools during compaction")
+
+
+def bark_spec(npc: Npc, situation: Any) -> TurnSpec:
+    """A one-off ambient line: no history, memory or tools, at most ``barkMaximumTokens``."""
+    instructions = persona_instructions(
+        npc.persona,
+        extra=npc.options.extraInstructions,
+        uses_tools=False,
+        secrets="hidden",
+        max_sentences=1,
+    )
+    text = render_value(situation).strip() if situation is not None else ""
+    state = game_state(npc)
+    prompt = f"Game state:\n{state}\n" if state else ""
+    prompt += f"Situation: {text or 'An ordinary moment.'}\nPlayer: (The player says nothing.)"
+    o = npc.options
+    sampling = Sampling(temperature=o.temperature, max_tokens=o.barkMaximumTokens)
+    return one_off_turn(npc.model, instructions, prompt, sampling=sampling)
+
+
+async def run_bark(npc: Npc, spec: TurnSpec) -> str:
+    """The first line the model speaks for ``spec``.
+
+    Raises:
+        ModelError: the turn failed, or its line is empty.
+    """
+    result = await run_turn(spec, lambda event: None, _no_tool)
+    first = next((ln.strip() for ln in result.text.splitlines() if ln.strip()), "")
+    line = spoken_line(first, npc.persona.name)
+    if not line:
+        raise ModelError("generation_failed", "The model produced an empty bark.")
+    return line

@@ -1,0 +1,206 @@
+"""One connection's worlds (§6): ids, limit, NPC counts and ``world/subscribe`` registrations.
+
+``WorldStore`` is an ``ObjectStore`` (ids ``w1``…, limit, lookup, not-found/exists errors) of
+``WorldState``s; it hands each committed change of a world with subscriptions to its
+``on_change`` sink, which the methods layer turns into ``world/changed`` notifications. Changes
+reach the sink however they were made (a ``world/*`` request or an NPC's ``update_world_state``),
+synchronously, so they precede the response of the request that caused them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from oamd.agent.session import check_object_id
+from oamd.agent.store import ObjectStore
+from oamd.agent.tools import ToolOutput
+from oamd.errors import LimitReached, SubscriptionNotFound, WorldExists, WorldNotFound
+from oamd.game._paths import Segments, overlaps, parse_path
+from oamd.game.world import Change, WorldState, write_world_state
+from oamd.limits import MAX_SUBSCRIPTIONS, MAX_WORLDS
+
+__all__ = ["ChangeSink", "Subscription", "WorldStore", "write_world_tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """A ``world/subscribe`` registration: changes at, inside or above ``path`` reach it."""
+
+    id: str
+    world: str
+    path: str
+    """As the client gave it."""
+    segments: Segments
+
+    def concerns(self, change: Change) -> bool:
+        """Whether ``change`` is at, inside or above this subscription's path."""
+        return overlaps(change.segments, self.segments)
+
+
+ChangeSink = Callable[[str, list[Change]], None]
+"""``on_change(world_id, changes)``: called after each committed operation on a world that has
+subscriptions."""
+
+
+class WorldStore(ObjectStore[WorldState]):
+    """One connection's worlds and subscriptions, in creation order.
+
+    Limits: ``max_worlds`` (``world/create`` past it fails ``limit_reached``) and
+    ``max_subscriptions``.
+    """
+
+    def __init__(
+        self,
+        on_change: ChangeSink | None = None,
+        *,
+        max_worlds: int = MAX_WORLDS,
+        max_subscriptions: int = MAX_SUBSCRIPTIONS,
+    ) -> None:
+        super().__init__(
+            "w",
+            max_worlds,
+            not_found=WorldNotFound,
+            exists=WorldExists,
+            full=lambda n: LimitReached("worlds", n),
+        )
+        self.on_change = on_change
+        self.max_subscriptions = max_subscriptions
+        self._subscriptions: dict[str, Subscription] = {}
+        self._npcs: dict[str, int] = {}
+        self._subscription_ids = itertools.count(1)
+
+    # ---- worlds ----------------------------------------------------------------------------
+
+    def check_id(self, world_id: str) -> None:
+        """Checks a world id the client chose.
+
+        Raises:
+            InvalidParams: not 1-128 printable characters.
+            WorldExists: the id is taken.
+        """
+        check_object_id(world_id, "world")
+        self.check_new(world_id)
+
+    def create(
+        self, world_id: str | None = None, state: dict[str, Any] | None = None
+    ) -> WorldState:
+        """A new world holding ``state`` (taken over, not copied), at version 0.
+
+        Raises:
+            InvalidParams: a malformed id. WorldExists: the id is taken.
+            LimitReached: ``max_worlds`` worlds are alive.
+        """
+        if world_id is not None:
+            self.check_id(world_id)
+        self.check_room()
+        return self.add(WorldState(state, id=world_id or self.new_id()))
+
+    def add(self, world: WorldState) -> WorldState:
+        """Makes an existing world reachable under ``world.id`` (a host-shared world).
+
+        Raises:
+            InvalidParams: a malformed id. WorldExists: the id is taken.
+            LimitReached: ``max_worlds`` worlds are alive.
+        """
+        check_object_id(world.id, "world")
+        super().add(world)
+        world.observer = lambda changes, world_id=world.id: self._changed(world_id, changes)
+        return world
+
+    def delete(self, world_id: str) -> int:
+        """Forgets the world and ends its subscriptions; returns how many ended. Holders of the
+        ``WorldState`` (NPCs) keep using it; its changes reach no subscriber any more.
+
+        Raises:
+            WorldNotFound.
+        """
+        self._release(self.remove(world_id))
+        ended = [s.id for s in self._subscriptions.values() if s.world == world_id]
+        for sub_id in ended:
+            del self._subscriptions[sub_id]
+        return len(ended)
+
+    def held_bytes(self) -> int:
+        """About the JSON size of every world document."""
+        return sum(world.bytes for world in self)
+
+    def clear(self) -> int:
+        """Forgets every world and subscription (the connection closed)."""
+        self._subscriptions.clear()
+        return super().clear()
+
+    def _release(self, world: WorldState) -> int:
+        world.observer = None  # holders keep the world; its changes reach no subscriber
+        return 0
+
+    # ---- NPCs ------------------------------------------------------------------------------
+
+    def attach_npc(self, world_id: str) -> WorldState:
+        """Counts an NPC created with the world (``world/list``'s ``npcs``) and returns the world.
+
+        Raises:
+            WorldNotFound.
+        """
+        world = self.get(world_id)
+        self._npcs[world_id] = self._npcs.get(world_id, 0) + 1
+        return world
+
+    def detach_npc(self, world_id: str) -> None:
+        """Uncounts an NPC (deleted); never fails."""
+        count = self._npcs.get(world_id, 0) - 1
+        if count > 0:
+            self._npcs[world_id] = count
+        else:
+            self._npcs.pop(world_id, None)
+
+    def npc_count(self, world_id: str) -> int:
+        """NPCs created with ``world_id`` and alive (counted by id, like the reference)."""
+        return self._npcs.get(world_id, 0)
+
+    # ---- subscriptions ---------------------------------------------------------------------
+
+    def subscribe(self, world_id: str, path: str = "") -> Subscription:
+        """Raises: WorldNotFound; WorldError (malformed path); LimitReached."""
+        world = self.get(world_id)
+        segments = parse_path(world.check_path(path))
+        if len(self._subscriptions) >= self.max_subscriptions:
+            raise LimitReached("world subscriptions", self.max_subscriptions)
+        sub = Subscription(f"sub{next(self._subscription_ids)}", world_id, path, segments)
+        self._subscriptions[sub.id] = sub
+        return sub
+
+    def unsubscribe(self, sub_id: str) -> Subscription:
+        """Raises: SubscriptionNotFound."""
+        sub = self._subscriptions.pop(sub_id, None)
+        if sub is None:
+            raise SubscriptionNotFound(sub_id)
+        return sub
+
+    def subscriptions(self, world_id: str | None = None) -> list[Subscription]:
+        """Live subscriptions (of one world, or all) in subscription order."""
+        return [s for s in self._subscriptions.values() if world_id in (None, s.world)]
+
+    def deliveries(self, world_id: str, changes: list[Change]) -> list[tuple[Subscription, Change]]:
+        """Who hears what: for each change in order, each concerned subscription in order."""
+        subs = self.subscriptions(world_id)
+        return [(s, c) for c in changes for s in subs if s.concerns(c)]
+
+    def _changed(self, world_id: str, changes: list[Change]) -> None:
+        if self.on_change is not None and any(
+            s.world == world_id for s in self._subscriptions.values()
+        ):
+            self.on_change(world_id, changes)
+
+
+def write_world_tool(
+    store: WorldStore, world_id: str, path: Any, value: Any, writable: list[str]
+) -> ToolOutput:
+    """``write_world_state`` on the world ``world_id`` of ``store``; an error output if it is gone."""
+    try:
+        state = store.get(world_id)
+    except WorldNotFound:
+        return ToolOutput.error(f"The world '{world_id}' no longer exists.")
+    return write_world_state(state, path, value, writable)
