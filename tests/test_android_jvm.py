@@ -267,3 +267,60 @@ async def test_a_call_after_the_terminal_one_is_ignored_and_counted(jvm):  # noq
     assert received == [jvm_module.Chunk("a"), jvm_module.Done(None, "STOP")]
     assert sink.late_calls == 2
     assert jvm.registered() == 0
+
+
+GUARD_CASE = """
+import gc, sys, time
+from oamd.backends.jvm import JvmRuntime
+
+runtime = JvmRuntime.start([sys.argv[1]])
+case, guarded = sys.argv[2], sys.argv[3] == "guarded"
+fake = runtime.run_blocking(lambda: runtime.autoclass("org.oamd.host.FakeBackend")())
+if case == "null-usage":
+    runtime.run_blocking(fake.enqueueNullUsage, ["a"])
+else:
+    runtime.run_blocking(fake.enqueueLateCall, ["a"], 300)
+
+async def main():
+    sink, token, events = runtime.open_sink()
+    handed = runtime.run_blocking(runtime.guard, sink) if guarded else sink
+    runtime.run_blocking(fake.generate, "hi", "{}", handed)
+    with events:
+        received = [event async for event in events]
+    return received
+
+import anyio
+received = anyio.run(main)
+gc.collect()  # the Python sink is gone now: only the guard stands between Java and it
+time.sleep(1.0)  # the late call comes 300 ms after the terminal one
+gc.collect()
+dropped = runtime.run_blocking(runtime.autoclass("org.oamd.host.GuardedSink").droppedTotal)
+print("ok", len(received), dropped)
+"""
+
+
+def run_guard_case(classes: Path, tmp_path, case: str, mode: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(GUARD_CASE), str(classes), case, mode],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        cwd=tmp_path,  # where a crashing JVM leaves its hs_err file
+    )
+
+
+@pytest.mark.parametrize("case", ["null-usage", "late-call"])
+def test_the_guard_keeps_the_jvm_alive_where_the_bare_sink_kills_it(java_classes, tmp_path, case):  # noqa: F811
+    """A null usage and a call after the terminal one: through ``GuardedSink`` the generation ends
+    normally (the late call dropped and counted); handed the bare Python sink, the same
+    generation kills the process — pyjnius converting a null String, every run; a call into the
+    released object, 2 runs in 3 here."""
+    guarded = run_guard_case(java_classes, tmp_path, case, "guarded")
+    assert guarded.returncode == 0, guarded.stderr[-3000:]
+    ok, events, dropped = guarded.stdout.split()
+    assert ok == "ok" and int(events) == 2  # the chunk, then the terminal event
+    assert int(dropped) == (1 if case == "late-call" else 0)
+    if case == "null-usage":  # a use after free crashes most runs, not every one: not asserted
+        bare = run_guard_case(java_classes, tmp_path, case, "bare")
+        assert bare.returncode != 0 and "ok" not in bare.stdout, (bare.returncode, bare.stdout)

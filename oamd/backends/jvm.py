@@ -50,6 +50,9 @@ fails ``generation_failed`` (the worker thread stays busy until Java returns).""
 SINK_INTERFACE = "org/oamd/host/GenerationSink"
 """The Java callback interface, in pyjnius's slash form."""
 
+GUARD_CLASS = "org.oamd.host.GuardedSink"
+"""The Java guard every backend gets instead of the Python sink (``android_host/java``)."""
+
 
 class JvmUnavailable(RuntimeError):
     """pyjnius cannot be imported or the JVM cannot start (no JDK, or a bad class path)."""
@@ -166,6 +169,7 @@ class JvmRuntime:
 
         self.autoclass = autoclass
         self._sink_class = _define_sink(PythonJavaClass, java_method, self)
+        self._guard = autoclass(GUARD_CLASS)
 
     # ---- the worker thread ----------------------------------------------------------------------
 
@@ -181,6 +185,12 @@ class JvmRuntime:
         """Runs ``fn(*args)`` on the JVM thread and blocks until it returns. Never call it on the
         event loop: for set-up code and threads of our own."""
         return self._executor.submit(fn, *args).result()
+
+    def guard(self, sink: Any) -> Any:
+        """``sink`` behind ``org.oamd.host.GuardedSink``: what a backend is handed instead of the
+        Python proxy (no null String and no call after the terminal one ever reaches Python,
+        either of which kills the JVM). On the JVM thread only."""
+        return self._guard.wrap(sink)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
         """Queues ``fn(*args)`` on the JVM thread without waiting (cancel, close)."""

@@ -251,6 +251,10 @@ class MlKitModel(LanguageModel):
         options["maxOutputTokens"] = min(max(limit, 1), self._max_output)
         return orjson.dumps(options).decode()
 
+    def _start(self, prompt: str, options: str, sink: Any) -> int:
+        """On the JVM thread: the backend gets the guarded sink, never the Python proxy."""
+        return int(self._backend.generate(prompt, options, self._runtime.guard(sink)))
+
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
         system, prompt = render_prompt(request.messages)
         options = self._options(request, system)
@@ -263,7 +267,7 @@ class MlKitModel(LanguageModel):
                 # shielded: generate() returns at once by contract, and a caller cancelled
                 # here must still learn the id, so the finally below can cancel it in Java
                 with anyio.CancelScope(shield=True):
-                    request_id = await runtime.call(self._backend.generate, prompt, options, sink)
+                    request_id = await runtime.call(self._start, prompt, options, sink)
             except Exception as exc:
                 runtime.discard(sink, token)  # Java never took the sink
                 raise ModelError(
@@ -324,6 +328,8 @@ def _usage(usage_json: str | None) -> Usage | None:
         return None
     try:
         raw = orjson.loads(usage_json)
+        if not raw:
+            return None  # "{}": the guard's stand-in for a usage the library did not give
         return Usage(
             input_tokens=int(raw.get("inputTokens", 0)),
             output_tokens=int(raw.get("outputTokens", 0)),

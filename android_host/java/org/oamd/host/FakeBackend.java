@@ -18,7 +18,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * default reply. A per-request guard makes the terminal callback happen exactly once.
  */
 public final class FakeBackend implements OamdBackend {
-    private enum Kind { REPLY, ERROR, HANG, SILENT }
+    private enum Kind { REPLY, ERROR, HANG, SILENT, NULL_USAGE, LATE_CALL }
 
     private static final class Step {
         final Kind kind;
@@ -121,6 +121,19 @@ public final class FakeBackend implements OamdBackend {
         script.add(new Step(Kind.SILENT, chunksBefore, 0, 0, null, 0, null));
     }
 
+    /** Streams chunks, then ends with onDone(null, null), as ML Kit and LiteRT-LM backends may. */
+    public void enqueueNullUsage(String[] chunks) {
+        script.add(new Step(Kind.NULL_USAGE, chunks, 0, 0, null, 0, null));
+    }
+
+    /**
+     * Streams chunks, ends normally, then calls onChunk("late") on the sink once more after
+     * delayMillis, as a library whose callback thread races its completion would.
+     */
+    public void enqueueLateCall(String[] chunks, long delayMillis) {
+        script.add(new Step(Kind.LATE_CALL, chunks, delayMillis, 0, null, 0, "STOP"));
+    }
+
     public void setStatus(String json) { status = json; }
     public void setDefaultReply(String reply) { defaultReply = reply; }
     public void setTokenLimit(int limit) { tokenLimit = limit; }
@@ -204,6 +217,14 @@ public final class FakeBackend implements OamdBackend {
                     return;
                 case ERROR:
                     run.error(step.code, step.message, step.retryAfterMillis);
+                    return;
+                case NULL_USAGE:
+                    run.done(null, null);
+                    return;
+                case LATE_CALL:
+                    run.done("{\"outputTokens\":" + output + "}", step.finishReason);
+                    Thread.sleep(step.delayMillis);
+                    run.sink.onChunk("late"); // deliberately after the terminal call
                     return;
                 case HANG:
                     run.cancelled.await();

@@ -3,7 +3,9 @@ package org.oamd.host;
 /**
  * Receives one streamed generation. A backend calls {@link #onChunk} zero or more times, then
  * exactly one terminal method ({@link #onDone} or {@link #onError}), from any thread, never
- * concurrently for the same request, and never again after the terminal call.
+ * concurrently for the same request, and never again after the terminal call. The sink oamd
+ * passes is a Python object, where breaking these rules (or passing a null String) kills the
+ * process: backends hand their libraries {@link GuardedSink#wrap} of it, which enforces them.
  */
 public interface GenerationSink {
     /** A text delta (not the text so far). */

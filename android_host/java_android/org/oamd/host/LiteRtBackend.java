@@ -82,7 +82,9 @@ public final class LiteRtBackend implements OamdBackend {
     }
 
     @Override
-    public long generate(String prompt, String optionsJson, GenerationSink sink) {
+    public long generate(String prompt, String optionsJson, GenerationSink given) {
+        // the library's callbacks go through the guard: no null String, nothing after the end
+        GenerationSink sink = GuardedSink.wrap(given);
         long id = nextId.getAndIncrement();
         if (engine == null) {
             sink.onError(ErrorCodes.NOT_AVAILABLE, "LiteRT-LM model not loaded: " + loadError, 0);

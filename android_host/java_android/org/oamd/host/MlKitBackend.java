@@ -114,7 +114,9 @@ public final class MlKitBackend implements OamdBackend {
     }
 
     @Override
-    public long generate(String prompt, String optionsJson, GenerationSink sink) {
+    public long generate(String prompt, String optionsJson, GenerationSink given) {
+        // the library's callbacks go through the guard: no null String, nothing after the end
+        GenerationSink sink = GuardedSink.wrap(given);
         long id = nextId.getAndIncrement();
         AtomicBoolean ended = new AtomicBoolean(false);
         GenerateContentRequest request;
