@@ -27,9 +27,20 @@ def jvm_skip_reason() -> str | None:
     return None
 
 
+HOST_SOURCES = JAVA_SOURCES.parent
+"""``android_host``: also ``java_android`` (the real backends) and ``stubs`` (their libraries,
+with a fake LiteRT-LM engine)."""
+
+
 def compile_contract(out: Path) -> Path:
-    """Compiles every ``.java`` under ``android_host/java`` into ``out``; returns ``out``."""
-    sources = sorted(str(p) for p in JAVA_SOURCES.rglob("*.java"))
+    """Compiles every ``.java`` under ``android_host/java``, ``java_android`` and ``stubs`` into
+    ``out``; returns ``out``. The stubs stand in for ML Kit, LiteRT-LM and org.json, so the real
+    backends load on the desktop JVM (LiteRtBackend against the stubs' fake engine)."""
+    sources = sorted(
+        str(p)
+        for folder in ("java", "java_android", "stubs")
+        for p in (HOST_SOURCES / folder).rglob("*.java")
+    )
     subprocess.run(
         ["javac", "-Xlint:all,-options", "-Werror", "--release", "8", "-d", str(out), *sources],
         check=True,

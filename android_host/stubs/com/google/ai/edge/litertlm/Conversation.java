@@ -1,7 +1,100 @@
 package com.google.ai.edge.litertlm;
+
+import java.util.List;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+// Conversation.kt's surface (sendMessageAsync's @JvmOverloads prefix (String, MessageCallback),
+// cancelProcess, getTokenCount, close; close and cancelProcess throw IllegalStateException once
+// closed, as the real ones do). The behaviour is a fake: the reply is decoded on its own thread,
+// which calls back; a cancelled decode keeps running FakeLiteRtLm.cancelLagMillis before its
+// onError(CancellationException), as a native decode finishing its current step would; close()
+// records a violation when it runs inside a callback or while a decode is still running.
 public final class Conversation implements AutoCloseable {
-    public Message sendMessage(String text) { throw new UnsupportedOperationException("stub"); }
-    public void sendMessageAsync(String text, MessageCallback callback) {}
-    public void cancelProcess() {}
-    @Override public void close() {}
+    private final AtomicBoolean alive = new AtomicBoolean(true);
+    private volatile boolean cancelled;
+    private volatile boolean decoding;
+    private volatile Thread decoder;
+    private volatile boolean inCallback;
+
+    Conversation() {}
+
+    public boolean isAlive() { return alive.get(); }
+
+    public void sendMessageAsync(String text, MessageCallback callback) {
+        checkIsAlive();
+        if (text.isEmpty()) throw new IllegalStateException("content is empty");
+        final List<String> reply = FakeLiteRtLm.reply;
+        final boolean hang = FakeLiteRtLm.hang;
+        decoding = true;
+        Thread t = new Thread(() -> {
+            try {
+                if (hang) {
+                    // LiteRT-LM#3266: no callback at all until cancelled
+                    while (!cancelled) sleep(5);
+                } else {
+                    for (String chunk : reply) {
+                        sleep(FakeLiteRtLm.chunkMillis);
+                        if (cancelled) break;
+                        call(() -> callback.onMessage(new Message(chunk)));
+                    }
+                }
+                if (cancelled) {
+                    sleep(FakeLiteRtLm.cancelLagMillis);
+                    decoding = false;
+                    call(() -> callback.onError(new CancellationException("cancelled")));
+                } else {
+                    decoding = false;
+                    call(callback::onDone);
+                }
+            } finally {
+                decoding = false;
+            }
+        }, "fake-litertlm-decode");
+        decoder = t;
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private void call(Runnable r) {
+        inCallback = true;
+        try {
+            r.run();
+        } finally {
+            inCallback = false;
+        }
+    }
+
+    public void cancelProcess() {
+        checkIsAlive();
+        cancelled = true;
+        FakeLiteRtLm.cancels.incrementAndGet();
+    }
+
+    public int getTokenCount() {
+        checkIsAlive();
+        return 0;
+    }
+
+    @Override public void close() {
+        if (!alive.compareAndSet(true, false)) {
+            throw new IllegalStateException("Conversation is closed already.");
+        }
+        if (Thread.currentThread() == decoder) FakeLiteRtLm.violation("close() inside its own callback");
+        else if (inCallback) FakeLiteRtLm.violation("close() while its callback is running");
+        if (decoding) FakeLiteRtLm.violation("close() while a decode is running");
+        FakeLiteRtLm.closed.incrementAndGet();
+    }
+
+    private void checkIsAlive() {
+        if (!alive.get()) throw new IllegalStateException("Conversation is not alive.");
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
 }

@@ -1,7 +1,25 @@
 package com.google.ai.edge.litertlm;
+// Engine.kt's surface; the behaviour is the fake's (FakeLiteRtLm): initialize() throws what the
+// test asked for, the configs are recorded.
 public final class Engine implements AutoCloseable {
-    public Engine(EngineConfig config) {}
-    public void initialize() {}
-    public Conversation createConversation(ConversationConfig config) { throw new UnsupportedOperationException("stub"); }
-    @Override public void close() {}
+    private final EngineConfig config;
+    private volatile boolean initialized;
+    public Engine(EngineConfig config) { this.config = config; }
+    public boolean isInitialized() { return initialized; }
+    public void initialize() {
+        if (initialized) throw new IllegalStateException("Engine is already initialized.");
+        FakeLiteRtLm.engineConfig = config;
+        FakeLiteRtLm.throwInitFailure();
+        initialized = true;
+    }
+    public Conversation createConversation(ConversationConfig config) {
+        if (!initialized) throw new IllegalStateException("Engine is not initialized.");
+        FakeLiteRtLm.conversationConfig = config;
+        return new Conversation();
+    }
+    @Override public void close() {
+        if (!initialized) throw new IllegalStateException("Engine is not initialized.");
+        initialized = false;
+        FakeLiteRtLm.engineClosed = true;
+    }
 }

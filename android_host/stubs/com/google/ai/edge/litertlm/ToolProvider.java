@@ -1,0 +1,2 @@
+package com.google.ai.edge.litertlm;
+public interface ToolProvider {}

@@ -1,0 +1,170 @@
+"""LiteRtBackend (``android_host/java_android``) on the desktop JVM against the stubs' fake
+LiteRT-LM engine (``FakeLiteRtLm``), whose decode calls back on its own thread and keeps running
+for a while after ``cancelProcess()``: a failed load, the options it passes, and when it closes
+its conversations (never inside a callback, never under a running decode)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from android.jvm_support import java_classes, jvm  # noqa: F401 (fixtures)
+
+from oamd.backends.base import ChatMessage, GenerationRequest, Sampling, TextDelta
+from oamd.backends.litert import LiteRtModel
+from oamd.errors import ModelError
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def engine(jvm) -> Any:  # noqa: F811
+    fake = jvm.autoclass("com.google.ai.edge.litertlm.FakeLiteRtLm")
+    jvm.run_blocking(fake.reset)
+    return fake
+
+
+def backend(jvm, tmp_path: Path, watchdog_millis: int = 90_000) -> Any:  # noqa: F811
+    cls = jvm.autoclass("org.oamd.host.LiteRtBackend")
+    return jvm.run_blocking(
+        lambda: cls("/m.litertlm", str(tmp_path / "cache"), 4096, watchdog_millis)
+    )
+
+
+def ask(text: str = "Hello?") -> GenerationRequest:
+    return GenerationRequest(
+        [ChatMessage("system", "Be Gorm."), ChatMessage("user", text)], sampling=Sampling()
+    )
+
+
+async def closed(jvm, engine, n: int = 1) -> None:  # noqa: F811
+    assert await jvm.call(engine.awaitClosed, n, 5000)
+    assert list(jvm.run_blocking(engine.violations)) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "shown"),
+    [
+        ("unsatisfied-link", "UnsatisfiedLinkError"),
+        ("error", "OutOfMemoryError"),
+        ("runtime", "IllegalStateException"),
+    ],
+)
+async def test_a_failed_initialize_leaves_the_backend_unavailable_with_its_reason(
+    jvm,  # noqa: F811
+    engine,
+    tmp_path,
+    kind,
+    shown,
+):
+    jvm.run_blocking(engine.failInitialize, kind)
+    native = backend(jvm, tmp_path)
+    status = orjson.loads(jvm.run_blocking(native.status))
+    assert status["status"] == "unavailable" and shown in status["detail"]
+    with pytest.raises(ModelError) as caught, anyio.fail_after(5):
+        async for _ in LiteRtModel(native, jvm).generate(ask()):
+            pass
+    assert caught.value.name != "guardrail_violation" and shown in caught.value.message
+    jvm.run_blocking(native.close)
+    assert jvm.registered() == 0
+
+
+async def test_a_reply_streams_and_its_conversation_closes_after_the_callback(
+    jvm,  # noqa: F811
+    engine,
+    tmp_path,
+):
+    native = backend(jvm, tmp_path)
+    with anyio.fail_after(5):
+        events = [e async for e in LiteRtModel(native, jvm).generate(ask())]
+    # LiteRT-LM reports no usage: the guard turns its null into "{}", so no Usage event
+    assert events == [TextDelta("Hello"), TextDelta(" there")]
+    await closed(jvm, engine)
+    jvm.run_blocking(native.close)
+    assert jvm.run_blocking(engine.engineClosed)
+    assert jvm.registered() == 0
+
+
+async def test_max_output_tokens_the_system_text_and_a_created_cache_dir_reach_the_engine(
+    jvm,  # noqa: F811
+    engine,
+    tmp_path,
+):
+    native = backend(jvm, tmp_path)
+    cache = tmp_path / "cache"
+    assert cache.is_dir() and jvm.run_blocking(engine.cacheDir) == str(cache)
+    assert jvm.run_blocking(engine.maxNumTokens) == 4096
+    with anyio.fail_after(5):
+        async for _ in LiteRtModel(native, jvm, max_output_tokens=256).generate(ask()):
+            pass
+    assert jvm.run_blocking(engine.maxOutputToken) == 256
+    assert jvm.run_blocking(engine.systemInstruction) == "Be Gorm."
+    await closed(jvm, engine)
+    jvm.run_blocking(native.close)
+
+
+async def test_a_cancelled_decode_is_closed_only_after_it_ended(jvm, engine, tmp_path):  # noqa: F811
+    jvm.run_blocking(engine.setReply, [f"w{i} " for i in range(100)], 20)
+    jvm.run_blocking(engine.setCancelLagMillis, 300)
+    native = backend(jvm, tmp_path)
+    seen: list[Any] = []
+    with anyio.fail_after(5):
+        with anyio.CancelScope() as scope:
+            async for event in LiteRtModel(native, jvm).generate(ask()):
+                seen.append(event)
+                scope.cancel()
+        assert scope.cancelled_caught
+        await closed(jvm, engine)
+    assert seen == [TextDelta("w0 ")]
+    assert jvm.run_blocking(engine.cancels) == 1
+    jvm.run_blocking(native.close)
+
+
+async def test_the_watchdog_fails_the_call_and_closes_after_the_cancelled_decode(
+    jvm,  # noqa: F811
+    engine,
+    tmp_path,
+):
+    jvm.run_blocking(engine.setHang, True)
+    jvm.run_blocking(engine.setCancelLagMillis, 300)
+    native = backend(jvm, tmp_path, watchdog_millis=200)
+    with pytest.raises(ModelError) as caught, anyio.fail_after(5):
+        async for _ in LiteRtModel(native, jvm).generate(ask()):
+            pass
+    assert "watchdog" in caught.value.message
+    # the sink had its terminal call at once; the conversation waits for the decode's end
+    assert jvm.run_blocking(engine.closedConversations) == 0
+    await closed(jvm, engine)
+    jvm.run_blocking(native.close)
+    assert jvm.registered() == 0
+
+
+async def test_closing_the_backend_cancels_a_hung_decode_then_closes_it_and_the_engine(
+    jvm,  # noqa: F811
+    engine,
+    tmp_path,
+):
+    jvm.run_blocking(engine.setHang, True)
+    native = backend(jvm, tmp_path)
+    failures: list[ModelError] = []
+
+    async def run() -> None:
+        try:
+            async for _ in LiteRtModel(native, jvm).generate(ask()):
+                pass
+        except ModelError as exc:
+            failures.append(exc)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await anyio.sleep(0.1)
+            await jvm.call(native.close)
+    assert len(failures) == 1
+    assert jvm.run_blocking(engine.closedConversations) == 1
+    assert list(jvm.run_blocking(engine.violations)) == []
+    assert jvm.run_blocking(engine.engineClosed)
+    assert jvm.registered() == 0
