@@ -10,9 +10,15 @@ import json
 
 from jnius import autoclass
 
-SERVICE_CLASS = "org.oamd.host.ServiceOamd"
-"""p4a's generated class: ``<package.domain>.<package.name>.Service<Name>``."""
+SERVICE_CLASS = "org.oamd.host.oamd.ServiceOamd"
+"""p4a's generated class: ``<package.domain>.<package.name>.Service<Name>`` (``Name.capitalize()``
+of ``services = Oamd:…``); tests/test_android_packaging.py derives it from buildozer.spec."""
+
+SETTINGS = {"backend": "litert", "tcp": "127.0.0.1:0"}
+"""LiteRT-LM: ML Kit (AICore) refuses a caller that is not in front, and this launcher finishes.
+Without ``model``, ``service/main.py`` loads ``<files dir>/oamd/model.litertlm``."""
 
 activity = autoclass("org.kivy.android.PythonActivity").mActivity
-autoclass(SERVICE_CLASS).start(activity, json.dumps({"backend": "mlkit", "tcp": "127.0.0.1:0"}))
+# service_only's generated class has no prepare(): this activity has unpacked the app already
+autoclass(SERVICE_CLASS).start(activity, json.dumps(SETTINGS))
 activity.finish()

@@ -1,4 +1,12 @@
-"""p4a hook (buildozer ``p4a.hook``): the manifest entries p4a's templates cannot express.
+"""p4a hook (buildozer ``p4a.hook``): the JDK check, oamd's source, and the manifest entries p4a's
+templates cannot express.
+
+``before_apk_build`` (the Python dist is built, the app directory not yet packed):
+
+- refuses a JDK older than 21 (``javac -version``; LiteRT-LM ships Java 21 class files, which an
+  older ``javac``/D8 cannot read), with the reason;
+- copies the repository's ``oamd`` package (without ``oamd/client``, the typed client that needs
+  pydantic) into the app directory p4a packs (``--private``), so the service imports it.
 
 p4a renders ``<service android:name="….ServiceOamd" android:foregroundServiceType="specialUse"
 android:process=":service_oamd" android:exported="true"/>`` with no children and, for the
@@ -6,7 +14,9 @@ android:process=":service_oamd" android:exported="true"/>`` with no children and
 manifest and before Gradle assembles, ``after_apk_build`` rewrites it (idempotently) to:
 
 - add the ``PROPERTY_SPECIAL_USE_FGS_SUBTYPE`` ``<property>`` the ``specialUse`` type requires;
-- make the service ``exported="false"`` (only the game's own APK starts it);
+- make the service ``exported="false"`` (only the game's own APK starts it), and so p4a's generic
+  ``org.kivy.android.PythonService``, which the ``service_only`` (host APK) template declares
+  exported whenever ``service/main.py`` exists (it would throw on another app's Intent);
 - declare INTERNET, FOREGROUND_SERVICE, FOREGROUND_SERVICE_SPECIAL_USE, POST_NOTIFICATIONS;
 - add ``<uses-native-library libOpenCL.so required=false>`` for LiteRT-LM's GPU backend.
 
@@ -15,6 +25,9 @@ manifest and before Gradle assembles, ``after_apk_build`` rewrites it (idempoten
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -33,6 +46,62 @@ PERMISSIONS = (
     "android.permission.POST_NOTIFICATIONS",
 )
 NATIVE_LIBRARIES = ("libOpenCL.so", "libvndksupport.so")
+GENERIC_SERVICE = "org.kivy.android.PythonService"
+"""Declared, exported, by p4a's ``service_only`` manifest when the app has ``service/main.py``."""
+
+MIN_JDK = 21
+"""LiteRT-LM's AAR holds Java 21 class files (major version 65)."""
+
+OAMD_SOURCE = Path(__file__).resolve().parents[1] / "oamd"
+"""The repository's ``oamd`` package (this hook lives in ``android_host/``)."""
+
+OAMD_LEFT_OUT = ("client", "__pycache__")
+"""Not on the service path: the typed client (pydantic) and bytecode caches."""
+
+
+class BuildEnvironmentError(RuntimeError):
+    """The build machine cannot build the AAR (e.g. a JDK older than ``MIN_JDK``)."""
+
+
+def java_major(version_text: str) -> int:
+    """The major version in ``javac -version`` output (``javac 21.0.5`` → 21, ``javac 1.8.0`` → 8).
+
+    Raises:
+        BuildEnvironmentError: the text names no version.
+    """
+    found = re.search(r"\b(\d+)(?:\.(\d+))?", version_text)
+    if found is None:
+        raise BuildEnvironmentError(f"cannot read a Java version from {version_text!r}")
+    major = int(found.group(1))
+    return int(found.group(2) or 0) if major == 1 else major
+
+
+def check_jdk(javac: str | None = None) -> int:
+    """The JDK's major version, when it is at least ``MIN_JDK``.
+
+    Raises:
+        BuildEnvironmentError: no ``javac``, or one older than ``MIN_JDK``.
+    """
+    javac = javac or shutil.which("javac")
+    if javac is None:
+        raise BuildEnvironmentError(f"no javac on PATH: install a JDK >= {MIN_JDK}")
+    done = subprocess.run([javac, "-version"], capture_output=True, text=True, check=False)
+    major = java_major(done.stdout + done.stderr)
+    if major < MIN_JDK:
+        raise BuildEnvironmentError(
+            f"{javac} is JDK {major}; oamd's AAR needs JDK >= {MIN_JDK} (LiteRT-LM ships Java "
+            f"{MIN_JDK} class files): install one and point JAVA_HOME and PATH at it"
+        )
+    return major
+
+
+def copy_oamd(app_dir: Path, source: Path = OAMD_SOURCE) -> Path:
+    """Copies ``source`` (the ``oamd`` package) to ``app_dir/oamd``, replacing an earlier copy."""
+    target = app_dir / "oamd"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(*OAMD_LEFT_OUT))
+    return target
 
 
 def _a(name: str) -> str:
@@ -59,6 +128,9 @@ def patch_manifest(text: str) -> str:
     for index, permission in enumerate(p for p in PERMISSIONS if p not in have):
         element = ET.Element("uses-permission", {_a("name"): permission})
         root.insert(index, element)
+    for generic in application.findall("service"):
+        if generic.get(_a("name")) == GENERIC_SERVICE:
+            generic.set(_a("exported"), "false")
     for service in services:
         service.set(_a("exported"), "false")
         if service.get(_a("foregroundServiceType")) is None:
@@ -77,6 +149,12 @@ def patch_manifest(text: str) -> str:
 
 def _manifest_path(toolchain) -> Path:
     return Path(toolchain._dist.dist_dir) / "src" / "main" / "AndroidManifest.xml"
+
+
+def before_apk_build(toolchain) -> None:
+    """p4a hook point: the dist is built; the app directory (``--private``) is not yet packed."""
+    check_jdk()
+    copy_oamd(Path(toolchain.args.private))
 
 
 def after_apk_build(toolchain) -> None:

@@ -1,16 +1,19 @@
 """The p4a service entry: oamd serving the game from inside the game's own APK.
 
-Runs in the service's process (``:service_oamd``) as started by p4a's ``PythonService``. Reads
-its settings from ``PYTHON_SERVICE_ARGUMENT`` (a JSON object, all keys optional):
+Runs in the service's process (``:service_Oamd``: p4a keeps the name's case) as started by p4a's
+``PythonService``. Reads its settings from ``PYTHON_SERVICE_ARGUMENT`` (a JSON object, all keys
+optional):
 
-    {"backend": "mlkit" | "litert", "model": "<path to .litertlm>", "abstract": "oamd",
+    {"backend": "litert" | "mlkit", "model": "<path to .litertlm>", "abstract": "oamd",
      "tcp": "127.0.0.1:0", "contextTokens": 4096}
 
 and serves the bridge protocol on the abstract socket ``@<abstract>`` (same APK, so same SELinux
 categories) and, when ``tcp`` is given, on token-protected loopback TCP; the ready line and the
-token are written to ``<files dir>/oamd/`` for the game to read. Java classes are loaded here, on
-the service's own Java-started thread, because ``FindClass`` from the JVM worker thread only sees
-the system class loader on Android. Unverified on a device: see README's checklist.
+token are written to ``<files dir>/oamd/`` for the game to read. The default backend is LiteRT-LM
+(``model`` defaults to ``<files dir>/oamd/model.litertlm``): ML Kit goes through AICore, which
+serves only an app in front. Java classes are loaded here, on the service's own Java-started thread,
+because ``FindClass`` from the JVM worker thread only sees the system class loader on Android.
+Unverified on a device: see README's checklist.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ from oamd.backends.jvm import JvmRuntime
 from oamd.backends.litert import LiteRtModel
 from oamd.backends.mlkit import MlKitModel
 from oamd.serve import ServeOptions, serve
+
+DEFAULT_BACKEND = "litert"
+"""ML Kit (``"mlkit"``) only while the game is in front (AICore's error 30 otherwise)."""
 
 DEFAULT_ABSTRACT_NAME = "oamd"
 """The abstract socket name (``@oamd``) when the start argument gives none."""
@@ -51,11 +57,12 @@ def build_model(settings: dict, runtime: JvmRuntime):  # -> LanguageModel
     from jnius import autoclass  # on this (Java-started) thread: the app class loader
 
     autoclass("org.oamd.host.GenerationSink")
-    if settings.get("backend", "mlkit") == "litert":
+    if settings.get("backend", DEFAULT_BACKEND) == "litert":
         backend_class = autoclass("org.oamd.host.LiteRtBackend")
         cache = str(_files_dir() / "litert-cache")
+        model = settings.get("model") or str(_files_dir() / "oamd" / "model.litertlm")
         context = int(settings.get("contextTokens", 4096))
-        return LiteRtModel(backend_class(settings["model"], cache, context), runtime)
+        return LiteRtModel(backend_class(model, cache, context), runtime)
     return MlKitModel(autoclass("org.oamd.host.MlKitBackend")(), runtime)
 
 
