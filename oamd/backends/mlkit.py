@@ -33,6 +33,7 @@ from oamd.backends.jvm import Chunk, Done, Failed, JvmRuntime
 from oamd.errors import ModelError
 
 __all__ = [
+    "BACKGROUND_USE_BLOCKED",
     "CODE_NAMES",
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "DEFAULT_TOKEN_LIMIT",
@@ -60,12 +61,13 @@ DEFAULT_RETRY_AFTER_SECONDS = 5.0
 """``retry_after`` for a ``rate_limited`` failure whose backend gave no delay."""
 
 _RATE_LIMITED = {9: "BUSY", 27: "PER_APP_BATTERY_USE_QUOTA_EXCEEDED",
-                 28: "PER_DEVICE_BATTERY_USE_QUOTA_EXCEEDED", 30: "BACKGROUND_USE_BLOCKED"}  # fmt: skip
+                 28: "PER_DEVICE_BATTERY_USE_QUOTA_EXCEEDED"}  # fmt: skip
 _GUARDRAIL = {4: "REQUEST_PROCESSING_ERROR", 11: "RESPONSE_PROCESSING_ERROR",
               15: "RESPONSE_GENERATION_ERROR"}  # fmt: skip
 _TOO_LARGE = {12: "REQUEST_TOO_LARGE"}
 _UNAVAILABLE = {8: "NOT_AVAILABLE", 16: "NOT_SUPPORTED", 501: "NOT_ENOUGH_DISK_SPACE",
-                604: "NEEDS_SYSTEM_UPDATE", -101: "AICORE_INCOMPATIBLE"}  # fmt: skip
+                604: "NEEDS_SYSTEM_UPDATE", -101: "AICORE_INCOMPATIBLE",
+                30: "BACKGROUND_USE_BLOCKED"}  # fmt: skip
 _CANCELLED = {7: "CANCELLED"}
 _INVALID_REQUEST = {-100: "REQUEST_TOO_SMALL", -102: "INVALID_INPUT_IMAGE"}
 _INVALID_SCHEMA = {-104: "STRUCTURED_OUTPUT_REQUEST_ERROR"}
@@ -99,19 +101,31 @@ _UNAVAILABLE_REASONS = {
 """``checkStatus`` failure code → ``model/availability`` ``reason``; others are ``unknown``."""
 
 
+BACKGROUND_USE_BLOCKED = 30
+"""AICore's code when the calling app is not the top foreground app: no delay fixes it, only the
+game coming back to the front, so it is ``model_unavailable`` with ``data.reason: "background"``."""
+
+_ERROR_REASONS = {BACKGROUND_USE_BLOCKED: "background"}
+"""Code → ``data.reason`` of the ``ModelError``, where the name alone does not say why."""
+
+
 def error_from_code(
     code: int, message: str, retry_after_millis: int = 0, *, label: str = "Gemini Nano"
 ) -> ModelError:
     """The ``ModelError`` for a backend failure, worded ``<label>: <detail> (ML Kit <NAME>,
     <code>)``. ``retry_after`` is set for ``rate_limited`` only (the backend's delay when it gave
-    one, else ``DEFAULT_RETRY_AFTER_SECONDS``)."""
+    one, else ``DEFAULT_RETRY_AFTER_SECONDS``); ``data.reason`` for the codes of
+    ``_ERROR_REASONS`` (``background``: retry once the game is in front again)."""
     code_name, name = CODE_NAMES.get(code, ("UNKNOWN", "generation_failed"))
     detail = message or code_name.replace("_", " ").lower()
     text = f"{label}: {detail} (ML Kit {code_name}, {code})"
     if name == "rate_limited":
         delay = retry_after_millis / 1000 if retry_after_millis > 0 else DEFAULT_RETRY_AFTER_SECONDS
         return ModelError(name, text, retry_after=delay)
-    return ModelError(name, text)
+    error = ModelError(name, text)
+    if code in _ERROR_REASONS:
+        error.data["reason"] = _ERROR_REASONS[code]
+    return error
 
 
 def availability_from_status(status_json: str) -> Availability:
