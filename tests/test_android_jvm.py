@@ -175,6 +175,20 @@ async def test_availability_and_capabilities_come_from_the_backend(jvm, fake):  
     assert await model.count_tokens("12345678") == 2
 
 
+async def test_a_java_call_past_the_call_timeout_fails_generation_failed(jvm, fake, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(jvm, "call_timeout", 0.2, raising=False)
+    jvm.run_blocking(fake.setStatusDelay, 1000)
+    with anyio.fail_after(0.9):  # well before Java returns
+        with pytest.raises(ModelError) as caught:
+            await jvm.call(fake.status)
+        found = await MlKitModel(fake, jvm).availability()
+    assert caught.value.name == "generation_failed"
+    assert "longer than 0.2 s" in caught.value.message
+    assert (found.available, found.reason) == (False, "unknown")
+    assert "longer than 0.2 s" in (found.detail or "")
+    jvm.run_blocking(fake.setStatusDelay, 0)
+
+
 GC_STRESS = """
 import gc, sys
 import anyio

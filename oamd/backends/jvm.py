@@ -28,6 +28,8 @@ from typing import Any, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from oamd.errors import ModelError
+
 __all__ = [
     "JVM_CALL_TIMEOUT_SECONDS",
     "Chunk",
@@ -44,8 +46,9 @@ _log = logging.getLogger("oamd.backends.jvm")
 T = TypeVar("T")
 
 JVM_CALL_TIMEOUT_SECONDS = 30.0
-"""Longest a single synchronous Java call (status, countTokens, cancel) may take; past it the call
-fails ``generation_failed`` (the worker thread stays busy until Java returns)."""
+"""Longest a ``JvmRuntime.call`` (status, tokenLimit, countTokens, generate's start, close) may take,
+waiting in line on the worker included; past it the caller gets ``generation_failed`` (the worker
+thread stays busy until Java returns)."""
 
 SINK_INTERFACE = "org/oamd/host/GenerationSink"
 """The Java callback interface, in pyjnius's slash form."""
@@ -132,6 +135,8 @@ class JvmRuntime:
         self._registry_lock = threading.Lock()
         self._next_token = 0
         self._sink_class: type | None = None
+        self.call_timeout = JVM_CALL_TIMEOUT_SECONDS
+        """``call``'s limit (``JVM_CALL_TIMEOUT_SECONDS``; tests lower it)."""
         self.autoclass: Callable[[str], Any] | None = None
 
     @classmethod
@@ -177,9 +182,17 @@ class JvmRuntime:
         """Runs ``fn(*args)`` on the JVM thread; the caller waits (cancellable) for its result.
 
         A cancelled caller stops waiting; the Java call itself runs to its end on the worker.
+
+        Raises:
+            ModelError: ``generation_failed`` when no result came within ``call_timeout``
+                seconds (``JVM_CALL_TIMEOUT_SECONDS``).
         """
+        limit = self.call_timeout
         future = self._executor.submit(fn, *args)
-        return await asyncio.wrap_future(future)
+        with anyio.move_on_after(limit):
+            return await asyncio.wrap_future(future)
+        name = getattr(fn, "__name__", None) or repr(fn)
+        raise ModelError("generation_failed", f"the Java call {name} took longer than {limit:g} s")
 
     def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """Runs ``fn(*args)`` on the JVM thread and blocks until it returns. Never call it on the

@@ -92,6 +92,7 @@ public final class FakeBackend implements OamdBackend {
     private volatile String status = "{\"status\":\"available\",\"contextSize\":4000,\"maxOutputTokens\":256}";
     private volatile String defaultReply = "ok";
     private volatile int tokenLimit = 4000;
+    private volatile long statusDelayMillis = 0;
 
     // ---- scripting ---------------------------------------------------------------------------
 
@@ -137,6 +138,8 @@ public final class FakeBackend implements OamdBackend {
     public void setStatus(String json) { status = json; }
     public void setDefaultReply(String reply) { defaultReply = reply; }
     public void setTokenLimit(int limit) { tokenLimit = limit; }
+    /** status() blocks this long first, as a hung AICore binding would. */
+    public void setStatusDelay(long millis) { statusDelayMillis = millis; }
 
     // ---- inspection --------------------------------------------------------------------------
 
@@ -162,7 +165,17 @@ public final class FakeBackend implements OamdBackend {
 
     // ---- OamdBackend -------------------------------------------------------------------------
 
-    @Override public String status() { return status; }
+    @Override
+    public String status() {
+        if (statusDelayMillis > 0) {
+            try {
+                Thread.sleep(statusDelayMillis);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        return status;
+    }
 
     @Override
     public void download(DownloadListener listener) {
