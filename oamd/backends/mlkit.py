@@ -4,7 +4,9 @@ Owns the request shape sent to Java (one prompt plus an options JSON), the error
 ``GenAiException`` codes mapped exactly as open-android-models maps them), the availability
 mapping and the watchdog. Leaves the JVM thread and callback lifetimes to ``oamd.backends.jvm``
 and the tool loop to the agent's envelope loop (``native_tools=False``: the Prompt API has no
-tools, roles or chat). Guarantees: every failure is a ``ModelError``; a cancelled or abandoned
+tools, roles or chat), and a ``downloadable`` model's download: the first availability check that
+finds it starts it (once), later checks report its bytes. Guarantees: every failure is a
+``ModelError``; a cancelled or abandoned
 step asks Java to cancel; a step whose stream stays silent longer than the watchdog fails
 ``generation_failed`` instead of hanging.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -29,7 +32,7 @@ from oamd.backends.base import (
     Usage,
     estimate_tokens,
 )
-from oamd.backends.jvm import Chunk, Done, Failed, JvmRuntime
+from oamd.backends.jvm import Chunk, Done, DownloadProgress, Failed, JvmRuntime
 from oamd.errors import ModelError
 
 __all__ = [
@@ -144,7 +147,16 @@ def availability_from_status(status_json: str) -> Availability:
     if status == "available":
         return Availability(True, None, "available", detail, context, raw.get("variant"))
     if status in ("downloadable", "downloading"):
-        return Availability(False, "model_not_ready", status, detail, context)
+        done, total = raw.get("bytesDownloaded"), raw.get("totalBytes")
+        return Availability(
+            False,
+            "model_not_ready",
+            status,
+            detail,
+            context,
+            bytes_downloaded=done if isinstance(done, int) and done >= 0 else None,
+            total_bytes=total if isinstance(total, int) and total >= 0 else None,
+        )
     if "code" in raw:
         reason = _UNAVAILABLE_REASONS.get(int(raw["code"]), "unknown")
     else:
@@ -207,6 +219,9 @@ class MlKitModel(LanguageModel):
         self._watchdog = watchdog_seconds
         self._max_output = max_output_tokens
         self._availability: Availability | None = None
+        self._download: tuple[Any, DownloadProgress] | None = None
+        """The running (or last) download's Java listener and its progress; the listener is
+        held here for as long as Java may call it."""
         self._set_capabilities(context_size or DEFAULT_TOKEN_LIMIT)
 
     def _set_capabilities(self, context_size: int) -> None:
@@ -219,6 +234,10 @@ class MlKitModel(LanguageModel):
 
     def cached_availability(self) -> Availability | None:
         return self._availability
+
+    def download_progress(self) -> DownloadProgress | None:
+        """The download started by ``availability``, if any (the last one once it ended)."""
+        return None if self._download is None else self._download[1]
 
     async def availability(self) -> Availability:
         try:
@@ -235,9 +254,43 @@ class MlKitModel(LanguageModel):
             found = Availability(
                 found.available, found.reason, found.status, found.detail, context, found.variant
             )
+        if found.status in ("downloadable", "downloading"):
+            found = await self._download_state(found)
         if found.available:
             self._availability = found
         return found
+
+    async def _download_state(self, found: Availability) -> Availability:
+        """``found`` with the download's progress; starts the download when the model is
+        ``downloadable`` and none is running. A failed download is reported once, then the next
+        check starts a new one."""
+        if self._download is not None and self._download[1].state == "failed":
+            error = self._download[1].error
+            self._download = None
+            return replace(found, detail=f"download failed: {error}")
+        if self._download is None and found.status == "downloadable":
+            progress = DownloadProgress()
+            listener = self._runtime.download_listener(progress)
+            try:
+                await self._runtime.call(self._backend.download, listener)
+            except Exception as exc:
+                return replace(found, detail=f"download could not start: {exc}")
+            self._download = (listener, progress)
+        if self._download is None:
+            return found
+        progress = self._download[1]
+        done = progress.bytes_downloaded
+        if done is None:
+            done = found.bytes_downloaded
+        total = progress.total_bytes if progress.total_bytes is not None else found.total_bytes
+        detail = _progress({"bytesDownloaded": done, "totalBytes": total})
+        return replace(
+            found,
+            status="downloading",
+            detail=detail or found.detail or "downloading the model",
+            bytes_downloaded=done,
+            total_bytes=total,
+        )
 
     async def count_tokens(self, text: str) -> int:
         try:
