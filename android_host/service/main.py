@@ -81,7 +81,8 @@ def build_model(settings: dict, runtime: JvmRuntime):  # -> LanguageModel
         cache = str(_files_dir() / "litert-cache")
         context = int(settings.get("contextTokens", 4096))
         return LiteRtModel(backend_class(settings["model"], cache, context), runtime)
-    return MlKitModel(autoclass("org.oamd.host.MlKitBackend")(), runtime)
+    # the service is the Context ML Kit is initialised with in this (:service) process
+    return MlKitModel(autoclass("org.oamd.host.MlKitBackend")(_service()), runtime)
 
 
 def main() -> None:
