@@ -116,26 +116,37 @@ public final class MlKitBackend implements OamdBackend {
 
     @Override
     public void download(DownloadListener listener) {
+        // one terminal call whichever of the callback and the future reports the end first;
+        // nothing reaches the (Python) listener after it
+        AtomicBoolean over = new AtomicBoolean(false);
         ListenableFuture<Void> done = model.download(new DownloadCallback() {
             @Override public void onDownloadStarted(long total) {
                 bytesToDownload = total;
                 bytesDownloaded = 0;
-                listener.onProgress(0, total);
+                if (!over.get()) listener.onProgress(0, total);
             }
             @Override public void onDownloadProgress(long downloaded) {
                 bytesDownloaded = downloaded;
-                listener.onProgress(downloaded, bytesToDownload);
+                if (!over.get()) listener.onProgress(downloaded, bytesToDownload);
             }
-            @Override public void onDownloadCompleted() { listener.onCompleted(); }
+            @Override public void onDownloadCompleted() {
+                if (over.compareAndSet(false, true)) listener.onCompleted();
+            }
             @Override public void onDownloadFailed(GenAiException e) {
-                listener.onError(e.getErrorCode(), String.valueOf(e.getMessage()));
+                if (over.compareAndSet(false, true)) {
+                    listener.onError(e.getErrorCode(), String.valueOf(e.getMessage()));
+                }
             }
         });
         Futures.addCallback(done, new FutureCallback<Void>() {
-            @Override public void onSuccess(Void v) {}
+            @Override public void onSuccess(Void v) {
+                if (over.compareAndSet(false, true)) listener.onCompleted();
+            }
             @Override public void onFailure(Throwable t) {
+                if (!over.compareAndSet(false, true)) return;
                 GenAiException g = findGenAi(t);
-                if (g == null) listener.onError(ErrorCodes.UNKNOWN, String.valueOf(t));
+                if (g != null) listener.onError(g.getErrorCode(), String.valueOf(g.getMessage()));
+                else listener.onError(ErrorCodes.UNKNOWN, String.valueOf(t));
             }
         }, callbacks);
     }
