@@ -14,7 +14,7 @@ from oamd.backends.mlkit import (
 )
 
 EXPECTED = {
-    9: "rate_limited", 27: "rate_limited", 28: "rate_limited", 30: "rate_limited",
+    9: "rate_limited", 27: "rate_limited", 28: "rate_limited", 30: "model_unavailable",
     4: "guardrail_violation", 11: "guardrail_violation", 15: "guardrail_violation",
     12: "context_size_exceeded",
     8: "model_unavailable", 16: "model_unavailable", 501: "model_unavailable",
@@ -46,10 +46,22 @@ def test_each_code_maps_to_its_model_error(code, name):
 
 
 def test_a_rate_limit_carries_the_backends_delay():
-    error = error_from_code(30, "", 1500)
+    error = error_from_code(27, "", 1500)
     assert (error.name, error.retry_after) == ("rate_limited", 1.5)
-    assert "BACKGROUND_USE_BLOCKED" in error.message
+    assert "PER_APP_BATTERY_USE_QUOTA_EXCEEDED" in error.message
     assert error.data["retryAfterSeconds"] == 1.5
+
+
+def test_background_use_blocked_is_model_unavailable_because_the_game_is_not_in_front():
+    error = error_from_code(30, "", 5000)  # a delay, if AICore gives one, invites a retry loop
+    assert error.name == "model_unavailable"
+    assert error.retry_after is None
+    assert error.data == {"reason": "background"}
+    assert "BACKGROUND_USE_BLOCKED" in error.message
+
+
+def test_other_unavailable_codes_carry_no_reason():
+    assert error_from_code(8, "", 0).data == {}
 
 
 def test_a_delay_on_a_non_rate_limit_code_is_ignored():

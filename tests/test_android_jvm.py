@@ -16,6 +16,7 @@ import anyio
 import orjson
 import pytest
 from android.jvm_support import fake, java_classes, jvm  # noqa: F401 (fixtures)
+from contract import validate_result
 
 from oamd.backends import jvm as jvm_module
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling, TextDelta, Usage
@@ -157,11 +158,12 @@ async def test_the_watchdog_fails_a_call_that_never_completes(jvm, fake):  # noq
 async def test_availability_and_capabilities_come_from_the_backend(jvm, fake):  # noqa: F811
     jvm.run_blocking(fake.setStatus, '{"status":"downloadable"}')
     jvm.run_blocking(fake.setTokenLimit, 3000)
+    jvm.run_blocking(fake.holdDownload)  # its end would set the status behind the test's back
     model = MlKitModel(fake, jvm)
     found = await model.availability()
     assert (found.available, found.status, found.reason) == (
         False,
-        "downloadable",
+        "downloading",
         "model_not_ready",
     )
     assert model.cached_availability() is None
@@ -173,6 +175,73 @@ async def test_availability_and_capabilities_come_from_the_backend(jvm, fake):  
     assert model.capabilities.native_tools is False
     assert model.cached_availability() == found
     assert await model.count_tokens("12345678") == 2
+    jvm.run_blocking(fake.releaseDownload)
+
+
+async def test_a_java_call_past_the_call_timeout_fails_generation_failed(jvm, fake, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(jvm, "call_timeout", 0.2, raising=False)
+    jvm.run_blocking(fake.setStatusDelay, 1000)
+    with anyio.fail_after(0.9):  # well before Java returns
+        with pytest.raises(ModelError) as caught:
+            await jvm.call(fake.status)
+        found = await MlKitModel(fake, jvm).availability()
+    assert caught.value.name == "generation_failed"
+    assert "longer than 0.2 s" in caught.value.message
+    assert (found.available, found.reason) == (False, "unknown")
+    assert "longer than 0.2 s" in (found.detail or "")
+    jvm.run_blocking(fake.setStatusDelay, 0)
+
+
+async def until(progress, predicate) -> None:
+    """Waits (bounded, off the loop) until the download's progress satisfies ``predicate``."""
+    assert await anyio.to_thread.run_sync(progress.wait_until, predicate, 5)
+
+
+async def test_a_downloadable_model_is_downloaded_once_and_its_progress_reported(jvm, fake):  # noqa: F811
+    jvm.run_blocking(fake.setStatus, '{"status":"downloadable"}')
+    jvm.run_blocking(fake.holdDownload)
+    model = MlKitModel(fake, jvm)
+    with anyio.fail_after(5):
+        first = await model.availability()
+        progress = model.download_progress()
+        await until(progress, lambda p: p.bytes_downloaded == 100)
+        second = await model.availability()
+        jvm.run_blocking(fake.releaseDownload)
+        await until(progress, lambda p: p.state == "completed")
+        third = await model.availability()
+    assert (first.available, first.reason, first.status) == (
+        False,
+        "model_not_ready",
+        "downloading",
+    )
+    wire = second.to_wire()
+    assert (wire["status"], wire["bytesDownloaded"], wire["totalBytes"]) == (
+        "downloading",
+        100,
+        300,
+    )
+    assert wire["detail"] == "downloaded 100 of 300 bytes"
+    validate_result("model/availability", wire)
+    assert jvm.run_blocking(fake.downloadCount) == 1
+    assert third.available and "bytesDownloaded" not in third.to_wire()
+
+
+async def test_a_failed_download_is_reported_then_started_again(jvm, fake):  # noqa: F811
+    jvm.run_blocking(fake.setStatus, '{"status":"downloadable"}')
+    jvm.run_blocking(fake.failDownload, "disk full")
+    model = MlKitModel(fake, jvm)
+    with anyio.fail_after(5):
+        await model.availability()
+        await until(model.download_progress(), lambda p: p.state == "failed")
+        failed = await model.availability()
+        assert jvm.run_blocking(fake.downloadCount) == 1
+        again = await model.availability()
+    assert (failed.status, failed.detail) == (
+        "downloadable",
+        "download failed: disk full (code 501)",
+    )
+    assert again.status == "downloading"
+    assert jvm.run_blocking(fake.downloadCount) == 2
 
 
 GC_STRESS = """

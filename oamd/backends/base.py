@@ -66,10 +66,15 @@ class Availability:
     context_size: int | None = None
     variant: str | None = None
     supported_languages: tuple[str, ...] = ()
+    bytes_downloaded: int | None = None
+    """While ``downloading``: bytes received so far, when the backend reports them."""
+    total_bytes: int | None = None
+    """While ``downloading``: the download's size, when known."""
 
     def to_wire(self) -> dict[str, Any]:
         """Apple's keys in Apple's order (``contextSize`` and ``supportedLanguages`` always,
-        ``reason``/``variant`` when known), then Android's ``status`` and ``detail``."""
+        ``reason``/``variant`` when known), then Android's ``status``, ``detail`` and download
+        progress (``bytesDownloaded``, ``totalBytes``) when known."""
         out: dict[str, Any] = {"available": self.available}
         if self.reason is not None:
             out["reason"] = self.reason
@@ -82,6 +87,10 @@ class Availability:
         out["status"] = self.status
         if self.detail is not None:
             out["detail"] = self.detail
+        if self.bytes_downloaded is not None:
+            out["bytesDownloaded"] = self.bytes_downloaded
+        if self.total_bytes is not None:
+            out["totalBytes"] = self.total_bytes
         return out
 
 

@@ -28,10 +28,13 @@ from typing import Any, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from oamd.errors import ModelError
+
 __all__ = [
     "JVM_CALL_TIMEOUT_SECONDS",
     "Chunk",
     "Done",
+    "DownloadProgress",
     "Failed",
     "JvmRuntime",
     "JvmUnavailable",
@@ -44,8 +47,9 @@ _log = logging.getLogger("oamd.backends.jvm")
 T = TypeVar("T")
 
 JVM_CALL_TIMEOUT_SECONDS = 30.0
-"""Longest a single synchronous Java call (status, countTokens, cancel) may take; past it the call
-fails ``generation_failed`` (the worker thread stays busy until Java returns)."""
+"""Longest a ``JvmRuntime.call`` (status, tokenLimit, countTokens, generate's start, close) may take,
+waiting in line on the worker included; past it the caller gets ``generation_failed`` (the worker
+thread stays busy until Java returns)."""
 
 SINK_INTERFACE = "org/oamd/host/GenerationSink"
 """The Java callback interface, in pyjnius's slash form."""
@@ -86,6 +90,38 @@ class Failed:
 
 
 SinkEvent = Chunk | Done | Failed
+
+
+class DownloadProgress:
+    """One model download as its ``org.oamd.host.DownloadListener`` reports it, from any Java
+    thread: ``state`` goes ``downloading`` → ``completed`` or ``failed`` once; calls after that
+    are ignored. Read it from anywhere (each update is one attribute assignment under a lock)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self.state = "downloading"
+        self.bytes_downloaded: int | None = None
+        self.total_bytes: int | None = None
+        self.error: str | None = None
+
+    def progress(self, downloaded: int, total: int) -> None:
+        with self._changed:
+            if self.state == "downloading":
+                self.bytes_downloaded = max(0, downloaded)
+                self.total_bytes = total if total >= 0 else None
+                self._changed.notify_all()
+
+    def end(self, error: str | None = None) -> None:
+        with self._changed:
+            if self.state == "downloading":
+                self.state = "failed" if error is not None else "completed"
+                self.error = error
+                self._changed.notify_all()
+
+    def wait_until(self, predicate: Callable[[DownloadProgress], bool], timeout: float) -> bool:
+        """Blocks (never on the event loop) until ``predicate(self)`` holds; False on timeout."""
+        with self._changed:
+            return self._changed.wait_for(lambda: predicate(self), timeout)
 
 
 class _LoopPort:
@@ -132,6 +168,9 @@ class JvmRuntime:
         self._registry_lock = threading.Lock()
         self._next_token = 0
         self._sink_class: type | None = None
+        self._listener_class: Any = None
+        self.call_timeout = JVM_CALL_TIMEOUT_SECONDS
+        """``call``'s limit (``JVM_CALL_TIMEOUT_SECONDS``; tests lower it)."""
         self.autoclass: Callable[[str], Any] | None = None
 
     @classmethod
@@ -169,6 +208,7 @@ class JvmRuntime:
 
         self.autoclass = autoclass
         self._sink_class = _define_sink(PythonJavaClass, java_method, self)
+        self._listener_class = _define_download_listener(PythonJavaClass, java_method)
         self._guard = autoclass(GUARD_CLASS)
 
     # ---- the worker thread ----------------------------------------------------------------------
@@ -177,9 +217,17 @@ class JvmRuntime:
         """Runs ``fn(*args)`` on the JVM thread; the caller waits (cancellable) for its result.
 
         A cancelled caller stops waiting; the Java call itself runs to its end on the worker.
+
+        Raises:
+            ModelError: ``generation_failed`` when no result came within ``call_timeout``
+                seconds (``JVM_CALL_TIMEOUT_SECONDS``).
         """
+        limit = self.call_timeout
         future = self._executor.submit(fn, *args)
-        return await asyncio.wrap_future(future)
+        with anyio.move_on_after(limit):
+            return await asyncio.wrap_future(future)
+        name = getattr(fn, "__name__", None) or repr(fn)
+        raise ModelError("generation_failed", f"the Java call {name} took longer than {limit:g} s")
 
     def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """Runs ``fn(*args)`` on the JVM thread and blocks until it returns. Never call it on the
@@ -191,6 +239,11 @@ class JvmRuntime:
         Python proxy (no null String and no call after the terminal one ever reaches Python,
         either of which kills the JVM). On the JVM thread only."""
         return self._guard.wrap(sink)
+
+    def download_listener(self, progress: DownloadProgress) -> Any:
+        """A ``DownloadListener`` proxy feeding ``progress``. The caller keeps it referenced for
+        as long as Java may call it (a collected proxy crashes the VM)."""
+        return self._listener_class(progress)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
         """Queues ``fn(*args)`` on the JVM thread without waiting (cancel, close)."""
@@ -235,6 +288,35 @@ def _log_failure(future: Any) -> None:
     exc = future.exception()
     if exc is not None:
         _log.warning("jvm call failed: %r", exc)
+
+
+def _define_download_listener(python_java_class: type, java_method: Any) -> type:
+    """The ``DownloadListener`` proxy class, defined once pyjnius is imported."""
+
+    class PythonDownloadListener(python_java_class):  # type: ignore[misc, valid-type]
+        __javainterfaces__ = ["org/oamd/host/DownloadListener"]  # noqa: RUF012
+        __javacontext__ = "app" if "ANDROID_ARGUMENT" in os.environ else "system"
+
+        def __init__(self, progress: DownloadProgress) -> None:
+            super().__init__()
+            self.progress = progress
+
+        @java_method("(JJ)V")
+        def onProgress(self, downloaded: int, total: int) -> None:
+            try:
+                self.progress.progress(int(downloaded), int(total))
+            except Exception:
+                _log.exception("download listener failed")
+
+        @java_method("()V")
+        def onCompleted(self) -> None:
+            self.progress.end()
+
+        @java_method("(ILjava/lang/String;)V")
+        def onError(self, code: int, message: str | None) -> None:
+            self.progress.end(f"{message or 'download failed'} (code {int(code)})")
+
+    return PythonDownloadListener
 
 
 def _define_sink(python_java_class: type, java_method: Any, runtime: JvmRuntime) -> type:

@@ -4,7 +4,9 @@ Owns the request shape sent to Java (one prompt plus an options JSON), the error
 ``GenAiException`` codes mapped exactly as open-android-models maps them), the availability
 mapping and the watchdog. Leaves the JVM thread and callback lifetimes to ``oamd.backends.jvm``
 and the tool loop to the agent's envelope loop (``native_tools=False``: the Prompt API has no
-tools, roles or chat). Guarantees: every failure is a ``ModelError``; a cancelled or abandoned
+tools, roles or chat), and a ``downloadable`` model's download: the first availability check that
+finds it starts it (once), later checks report its bytes. Guarantees: every failure is a
+``ModelError``; a cancelled or abandoned
 step asks Java to cancel; a step whose stream stays silent longer than the watchdog fails
 ``generation_failed`` instead of hanging.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -29,10 +32,11 @@ from oamd.backends.base import (
     Usage,
     estimate_tokens,
 )
-from oamd.backends.jvm import Chunk, Done, Failed, JvmRuntime
+from oamd.backends.jvm import Chunk, Done, DownloadProgress, Failed, JvmRuntime
 from oamd.errors import ModelError
 
 __all__ = [
+    "BACKGROUND_USE_BLOCKED",
     "CODE_NAMES",
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "DEFAULT_TOKEN_LIMIT",
@@ -60,12 +64,13 @@ DEFAULT_RETRY_AFTER_SECONDS = 5.0
 """``retry_after`` for a ``rate_limited`` failure whose backend gave no delay."""
 
 _RATE_LIMITED = {9: "BUSY", 27: "PER_APP_BATTERY_USE_QUOTA_EXCEEDED",
-                 28: "PER_DEVICE_BATTERY_USE_QUOTA_EXCEEDED", 30: "BACKGROUND_USE_BLOCKED"}  # fmt: skip
+                 28: "PER_DEVICE_BATTERY_USE_QUOTA_EXCEEDED"}  # fmt: skip
 _GUARDRAIL = {4: "REQUEST_PROCESSING_ERROR", 11: "RESPONSE_PROCESSING_ERROR",
               15: "RESPONSE_GENERATION_ERROR"}  # fmt: skip
 _TOO_LARGE = {12: "REQUEST_TOO_LARGE"}
 _UNAVAILABLE = {8: "NOT_AVAILABLE", 16: "NOT_SUPPORTED", 501: "NOT_ENOUGH_DISK_SPACE",
-                604: "NEEDS_SYSTEM_UPDATE", -101: "AICORE_INCOMPATIBLE"}  # fmt: skip
+                604: "NEEDS_SYSTEM_UPDATE", -101: "AICORE_INCOMPATIBLE",
+                30: "BACKGROUND_USE_BLOCKED"}  # fmt: skip
 _CANCELLED = {7: "CANCELLED"}
 _INVALID_REQUEST = {-100: "REQUEST_TOO_SMALL", -102: "INVALID_INPUT_IMAGE"}
 _INVALID_SCHEMA = {-104: "STRUCTURED_OUTPUT_REQUEST_ERROR"}
@@ -99,19 +104,31 @@ _UNAVAILABLE_REASONS = {
 """``checkStatus`` failure code → ``model/availability`` ``reason``; others are ``unknown``."""
 
 
+BACKGROUND_USE_BLOCKED = 30
+"""AICore's code when the calling app is not the top foreground app: no delay fixes it, only the
+game coming back to the front, so it is ``model_unavailable`` with ``data.reason: "background"``."""
+
+_ERROR_REASONS = {BACKGROUND_USE_BLOCKED: "background"}
+"""Code → ``data.reason`` of the ``ModelError``, where the name alone does not say why."""
+
+
 def error_from_code(
     code: int, message: str, retry_after_millis: int = 0, *, label: str = "Gemini Nano"
 ) -> ModelError:
     """The ``ModelError`` for a backend failure, worded ``<label>: <detail> (ML Kit <NAME>,
     <code>)``. ``retry_after`` is set for ``rate_limited`` only (the backend's delay when it gave
-    one, else ``DEFAULT_RETRY_AFTER_SECONDS``)."""
+    one, else ``DEFAULT_RETRY_AFTER_SECONDS``); ``data.reason`` for the codes of
+    ``_ERROR_REASONS`` (``background``: retry once the game is in front again)."""
     code_name, name = CODE_NAMES.get(code, ("UNKNOWN", "generation_failed"))
     detail = message or code_name.replace("_", " ").lower()
     text = f"{label}: {detail} (ML Kit {code_name}, {code})"
     if name == "rate_limited":
         delay = retry_after_millis / 1000 if retry_after_millis > 0 else DEFAULT_RETRY_AFTER_SECONDS
         return ModelError(name, text, retry_after=delay)
-    return ModelError(name, text)
+    error = ModelError(name, text)
+    if code in _ERROR_REASONS:
+        error.data["reason"] = _ERROR_REASONS[code]
+    return error
 
 
 def availability_from_status(status_json: str) -> Availability:
@@ -130,7 +147,16 @@ def availability_from_status(status_json: str) -> Availability:
     if status == "available":
         return Availability(True, None, "available", detail, context, raw.get("variant"))
     if status in ("downloadable", "downloading"):
-        return Availability(False, "model_not_ready", status, detail, context)
+        done, total = raw.get("bytesDownloaded"), raw.get("totalBytes")
+        return Availability(
+            False,
+            "model_not_ready",
+            status,
+            detail,
+            context,
+            bytes_downloaded=done if isinstance(done, int) and done >= 0 else None,
+            total_bytes=total if isinstance(total, int) and total >= 0 else None,
+        )
     if "code" in raw:
         reason = _UNAVAILABLE_REASONS.get(int(raw["code"]), "unknown")
     else:
@@ -193,6 +219,9 @@ class MlKitModel(LanguageModel):
         self._watchdog = watchdog_seconds
         self._max_output = max_output_tokens
         self._availability: Availability | None = None
+        self._download: tuple[Any, DownloadProgress] | None = None
+        """The running (or last) download's Java listener and its progress; the listener is
+        held here for as long as Java may call it."""
         self._set_capabilities(context_size or DEFAULT_TOKEN_LIMIT)
 
     def _set_capabilities(self, context_size: int) -> None:
@@ -205,6 +234,10 @@ class MlKitModel(LanguageModel):
 
     def cached_availability(self) -> Availability | None:
         return self._availability
+
+    def download_progress(self) -> DownloadProgress | None:
+        """The download started by ``availability``, if any (the last one once it ended)."""
+        return None if self._download is None else self._download[1]
 
     async def availability(self) -> Availability:
         try:
@@ -221,9 +254,43 @@ class MlKitModel(LanguageModel):
             found = Availability(
                 found.available, found.reason, found.status, found.detail, context, found.variant
             )
+        if found.status in ("downloadable", "downloading"):
+            found = await self._download_state(found)
         if found.available:
             self._availability = found
         return found
+
+    async def _download_state(self, found: Availability) -> Availability:
+        """``found`` with the download's progress; starts the download when the model is
+        ``downloadable`` and none is running. A failed download is reported once, then the next
+        check starts a new one."""
+        if self._download is not None and self._download[1].state == "failed":
+            error = self._download[1].error
+            self._download = None
+            return replace(found, detail=f"download failed: {error}")
+        if self._download is None and found.status == "downloadable":
+            progress = DownloadProgress()
+            listener = self._runtime.download_listener(progress)
+            try:
+                await self._runtime.call(self._backend.download, listener)
+            except Exception as exc:
+                return replace(found, detail=f"download could not start: {exc}")
+            self._download = (listener, progress)
+        if self._download is None:
+            return found
+        progress = self._download[1]
+        done = progress.bytes_downloaded
+        if done is None:
+            done = found.bytes_downloaded
+        total = progress.total_bytes if progress.total_bytes is not None else found.total_bytes
+        detail = _progress({"bytesDownloaded": done, "totalBytes": total})
+        return replace(
+            found,
+            status="downloading",
+            detail=detail or found.detail or "downloading the model",
+            bytes_downloaded=done,
+            total_bytes=total,
+        )
 
     async def count_tokens(self, text: str) -> int:
         try:

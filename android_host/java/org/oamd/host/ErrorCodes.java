@@ -19,6 +19,7 @@ public final class ErrorCodes {
     public static final int NOT_SUPPORTED = 16;
     public static final int PER_APP_BATTERY_USE_QUOTA_EXCEEDED = 27;
     public static final int PER_DEVICE_BATTERY_USE_QUOTA_EXCEEDED = 28;
+    /** AICore: the app is not the top foreground app; oamd reports model_unavailable, reason background. */
     public static final int BACKGROUND_USE_BLOCKED = 30;
     public static final int NOT_ENOUGH_DISK_SPACE = 501;
     public static final int NEEDS_SYSTEM_UPDATE = 604;

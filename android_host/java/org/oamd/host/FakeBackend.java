@@ -92,6 +92,10 @@ public final class FakeBackend implements OamdBackend {
     private volatile String status = "{\"status\":\"available\",\"contextSize\":4000,\"maxOutputTokens\":256}";
     private volatile String defaultReply = "ok";
     private volatile int tokenLimit = 4000;
+    private volatile long statusDelayMillis = 0;
+    private final AtomicInteger downloads = new AtomicInteger();
+    private volatile CountDownLatch downloadGate = new CountDownLatch(0);
+    private volatile String downloadFailure = null;
 
     // ---- scripting ---------------------------------------------------------------------------
 
@@ -137,6 +141,15 @@ public final class FakeBackend implements OamdBackend {
     public void setStatus(String json) { status = json; }
     public void setDefaultReply(String reply) { defaultReply = reply; }
     public void setTokenLimit(int limit) { tokenLimit = limit; }
+    /** Downloads stop after 100 of 300 bytes until {@link #releaseDownload}. */
+    public void holdDownload() { downloadGate = new CountDownLatch(1); }
+    public void releaseDownload() { downloadGate.countDown(); }
+    /** Downloads fail with NOT_ENOUGH_DISK_SPACE and this message after 100 bytes (null: succeed). */
+    public void failDownload(String message) { downloadFailure = message; }
+    public int downloadCount() { return downloads.get(); }
+
+    /** status() blocks this long first, as a hung AICore binding would. */
+    public void setStatusDelay(long millis) { statusDelayMillis = millis; }
 
     // ---- inspection --------------------------------------------------------------------------
 
@@ -162,12 +175,37 @@ public final class FakeBackend implements OamdBackend {
 
     // ---- OamdBackend -------------------------------------------------------------------------
 
-    @Override public String status() { return status; }
+    @Override
+    public String status() {
+        if (statusDelayMillis > 0) {
+            try {
+                Thread.sleep(statusDelayMillis);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        return status;
+    }
 
     @Override
     public void download(DownloadListener listener) {
+        downloads.incrementAndGet();
+        status = "{\"status\":\"downloading\"}";
         Thread t = new Thread(() -> {
-            for (long done = 0; done <= 300; done += 100) listener.onProgress(done, 300);
+            listener.onProgress(0, 300);
+            listener.onProgress(100, 300);
+            String failure = downloadFailure;
+            if (failure != null) {
+                status = "{\"status\":\"downloadable\"}";
+                listener.onError(ErrorCodes.NOT_ENOUGH_DISK_SPACE, failure);
+                return;
+            }
+            try {
+                downloadGate.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            for (long done = 200; done <= 300; done += 100) listener.onProgress(done, 300);
             status = "{\"status\":\"available\",\"contextSize\":" + tokenLimit + "}";
             listener.onCompleted();
         }, "fake-download");

@@ -1,8 +1,10 @@
 package org.oamd.host;
 
+import android.content.Context;
 import com.google.common.util.concurrent.FutureCallback;
 import com.google.common.util.concurrent.Futures;
 import com.google.common.util.concurrent.ListenableFuture;
+import com.google.mlkit.common.MlKit;
 import com.google.mlkit.genai.common.DownloadCallback;
 import com.google.mlkit.genai.common.FeatureStatus;
 import com.google.mlkit.genai.common.GenAiException;
@@ -31,6 +33,12 @@ import org.json.JSONObject;
  *
  * <p>Failures pass ML Kit's {@code GenAiException} codes through unchanged (the Python side owns
  * the table); the cause chain is searched up to 8 levels, as open-android-models does.
+ *
+ * <p>ML Kit initialises itself through a content provider in the app's main process only; oamd
+ * runs in the {@code :service} process, so the constructor initialises it with the service's
+ * Context first (once per process; a refused second initialisation is ignored). When the model
+ * refuses a {@code SystemInstruction} (at build time, or by failing the generation before any
+ * text), the system text goes at the head of the prompt instead, for this and later requests.
  */
 public final class MlKitBackend implements OamdBackend {
     private static final int MAX_CAUSE_DEPTH = 8;
@@ -40,12 +48,31 @@ public final class MlKitBackend implements OamdBackend {
     private final Executor callbacks = Executors.newSingleThreadExecutor();
     private final Map<Long, ListenableFuture<GenerateContentResponse>> running = new ConcurrentHashMap<>();
     private final AtomicLong nextId = new AtomicLong(1);
+    private static final AtomicBoolean mlKitInitialized = new AtomicBoolean(false);
+    private volatile boolean systemInstructionRefused = false;
     private volatile long bytesToDownload = -1;
     private volatile long bytesDownloaded = -1;
 
-    public MlKitBackend() {
+    /** {@code context}: the service (any Context of this process). */
+    public MlKitBackend(Context context) {
+        initializeMlKit(context);
         GenerativeModel client = Generation.INSTANCE.getClient();
         this.model = GenerativeModelFutures.from(client);
+    }
+
+    /**
+     * Initialises ML Kit for this process before any client is made (its no-Context clients
+     * throw "MlKitContext has not been initialized" outside the main process). Harmless twice:
+     * only the first call of the process initialises, and an IllegalStateException from ML Kit
+     * (initialised already, e.g. by its provider in the main process) is ignored.
+     */
+    static void initializeMlKit(Context context) {
+        if (!mlKitInitialized.compareAndSet(false, true)) return;
+        try {
+            MlKit.initialize(context);
+        } catch (IllegalStateException alreadyInitialized) {
+            // the provider (or another embedder) got there first: ML Kit is ready either way
+        }
     }
 
     @Override
@@ -89,26 +116,37 @@ public final class MlKitBackend implements OamdBackend {
 
     @Override
     public void download(DownloadListener listener) {
+        // one terminal call whichever of the callback and the future reports the end first;
+        // nothing reaches the (Python) listener after it
+        AtomicBoolean over = new AtomicBoolean(false);
         ListenableFuture<Void> done = model.download(new DownloadCallback() {
             @Override public void onDownloadStarted(long total) {
                 bytesToDownload = total;
                 bytesDownloaded = 0;
-                listener.onProgress(0, total);
+                if (!over.get()) listener.onProgress(0, total);
             }
             @Override public void onDownloadProgress(long downloaded) {
                 bytesDownloaded = downloaded;
-                listener.onProgress(downloaded, bytesToDownload);
+                if (!over.get()) listener.onProgress(downloaded, bytesToDownload);
             }
-            @Override public void onDownloadCompleted() { listener.onCompleted(); }
+            @Override public void onDownloadCompleted() {
+                if (over.compareAndSet(false, true)) listener.onCompleted();
+            }
             @Override public void onDownloadFailed(GenAiException e) {
-                listener.onError(e.getErrorCode(), String.valueOf(e.getMessage()));
+                if (over.compareAndSet(false, true)) {
+                    listener.onError(e.getErrorCode(), String.valueOf(e.getMessage()));
+                }
             }
         });
         Futures.addCallback(done, new FutureCallback<Void>() {
-            @Override public void onSuccess(Void v) {}
+            @Override public void onSuccess(Void v) {
+                if (over.compareAndSet(false, true)) listener.onCompleted();
+            }
             @Override public void onFailure(Throwable t) {
+                if (!over.compareAndSet(false, true)) return;
                 GenAiException g = findGenAi(t);
-                if (g == null) listener.onError(ErrorCodes.UNKNOWN, String.valueOf(t));
+                if (g != null) listener.onError(g.getErrorCode(), String.valueOf(g.getMessage()));
+                else listener.onError(ErrorCodes.UNKNOWN, String.valueOf(t));
             }
         }, callbacks);
     }
@@ -118,18 +156,43 @@ public final class MlKitBackend implements OamdBackend {
         // the library's callbacks go through the guard: no null String, nothing after the end
         GenerationSink sink = GuardedSink.wrap(given);
         long id = nextId.getAndIncrement();
-        AtomicBoolean ended = new AtomicBoolean(false);
-        GenerateContentRequest request;
+        JSONObject options;
         try {
-            request = request(prompt, new JSONObject(optionsJson));
+            options = new JSONObject(optionsJson);
         } catch (Exception e) {
             sink.onError(ErrorCodes.REQUEST_PROCESSING_ERROR, "bad request: " + e, 0);
             return id;
         }
+        start(id, prompt, options, sink, new AtomicBoolean(false));
+        return id;
+    }
+
+    /** One attempt; a refused SystemInstruction before any text makes a second, inline one. */
+    private void start(long id, String prompt, JSONObject options, GenerationSink sink,
+                       AtomicBoolean ended) {
+        GenerateContentRequest request;
+        boolean withSystem;
+        try {
+            withSystem = !systemInstructionRefused && !options.optString("systemInstruction", "").isEmpty();
+            request = request(prompt, options, withSystem);
+            if (request == null) { // the builder refused the system instruction
+                systemInstructionRefused = true;
+                withSystem = false;
+                request = request(prompt, options, false);
+            }
+        } catch (Exception e) {
+            running.remove(id);
+            sink.onError(ErrorCodes.REQUEST_PROCESSING_ERROR, "bad request: " + e, 0);
+            return;
+        }
+        final boolean systemSent = withSystem;
+        AtomicBoolean streamed = new AtomicBoolean(false);
         // the streaming callback delivers deltas on ML Kit's thread; the future ends the call
         ListenableFuture<GenerateContentResponse> future =
                 model.generateContent(request, delta -> {
-                    if (!ended.get()) sink.onChunk(delta);
+                    if (ended.get()) return;
+                    streamed.set(true);
+                    sink.onChunk(delta);
                 });
         running.put(id, future);
         Futures.addCallback(future, new FutureCallback<GenerateContentResponse>() {
@@ -138,6 +201,12 @@ public final class MlKitBackend implements OamdBackend {
                 if (ended.compareAndSet(false, true)) sink.onDone(null, finishReason(response));
             }
             @Override public void onFailure(Throwable t) {
+                if (systemSent && !streamed.get() && !ended.get() && refusesSystemInstruction(t)
+                        && running.remove(id, future)) {
+                    systemInstructionRefused = true;
+                    start(id, prompt, options, sink, ended); // same id: cancel still reaches it
+                    return;
+                }
                 running.remove(id);
                 if (!ended.compareAndSet(false, true)) return;
                 GenAiException g = findGenAi(t);
@@ -152,14 +221,37 @@ public final class MlKitBackend implements OamdBackend {
                 }
             }
         }, callbacks);
-        return id;
     }
 
-    private static GenerateContentRequest request(String prompt, JSONObject o) {
+    /** True when t (or a cause) says the model does not take a system instruction. */
+    static boolean refusesSystemInstruction(Throwable t) {
+        for (int depth = 0; t != null && depth < MAX_CAUSE_DEPTH; depth++, t = t.getCause()) {
+            String m = String.valueOf(t.getMessage()).toLowerCase(java.util.Locale.ROOT);
+            if (m.contains("systeminstruction") || m.contains("system instruction")) return true;
+        }
+        return false;
+    }
+
+    /**
+     * The request; with {@code withSystem} false, a system text goes at the head of the prompt.
+     * Null when the builder refused the system instruction.
+     */
+    private static GenerateContentRequest request(String prompt, JSONObject o, boolean withSystem) {
+        try {
+            return build(prompt, o, withSystem);
+        } catch (RuntimeException e) {
+            if (withSystem && refusesSystemInstruction(e)) return null;
+            throw e;
+        }
+    }
+
+    private static GenerateContentRequest build(String prompt, JSONObject o, boolean withSystem) {
         GenerateContentRequest.Builder b;
         String system = o.optString("systemInstruction", "");
-        if (!system.isEmpty()) {
+        if (withSystem) {
             b = new GenerateContentRequest.Builder(new SystemInstruction(system), new TextPart(prompt));
+        } else if (!system.isEmpty()) {
+            b = new GenerateContentRequest.Builder(new TextPart(system + "\n\n" + prompt));
         } else {
             b = new GenerateContentRequest.Builder(new TextPart(prompt));
         }

@@ -1,7 +1,8 @@
 package com.google.mlkit.genai.prompt;
 public class Candidate {
     public String getText() { throw new UnsupportedOperationException("stub"); }
-    public int getFinishReason() { throw new UnsupportedOperationException("stub"); }
+    /** Stub: STOP (a test's candidate). */
+    public int getFinishReason() { return FinishReason.STOP; }
     public static final class FinishReason {
         private FinishReason() {}
         public static final int STOP = 0;

@@ -1,4 +1,5 @@
 package com.google.mlkit.genai.prompt;
 public class GenerateContentResponse {
-    public java.util.List<Candidate> getCandidates() { throw new UnsupportedOperationException("stub"); }
+    /** Stub: one candidate that stopped normally. */
+    public java.util.List<Candidate> getCandidates() { return java.util.Collections.singletonList(new Candidate()); }
 }

@@ -1,4 +1,7 @@
 package com.google.mlkit.genai.prompt;
 public class SystemInstruction {
-    public SystemInstruction(String text) {}
+    /** Stub only: when true, a request with a system instruction is refused at build(). */
+    public static volatile boolean stubRefused;
+    public final String stubText;
+    public SystemInstruction(String text) { this.stubText = text; }
 }

@@ -1,4 +1,5 @@
 package com.google.mlkit.genai.prompt;
 public class TextPart {
-    public TextPart(String text) {}
+    public final String stubText;
+    public TextPart(String text) { this.stubText = text; }
 }

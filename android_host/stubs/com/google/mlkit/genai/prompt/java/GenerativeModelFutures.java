@@ -7,7 +7,12 @@ import com.google.mlkit.genai.prompt.GenerateContentRequest;
 import com.google.mlkit.genai.prompt.GenerateContentResponse;
 import com.google.mlkit.genai.prompt.GenerativeModel;
 public abstract class GenerativeModelFutures {
-    public static GenerativeModelFutures from(GenerativeModel model) { throw new UnsupportedOperationException("stub"); }
+    /** Stub only: what from() returns (a test's fake); null: unsupported. */
+    public static volatile GenerativeModelFutures stub;
+    public static GenerativeModelFutures from(GenerativeModel model) {
+        if (stub == null) throw new UnsupportedOperationException("stub");
+        return stub;
+    }
     public abstract ListenableFuture<Integer> checkStatus();
     public abstract ListenableFuture<Void> download(DownloadCallback callback);
     public abstract ListenableFuture<GenerateContentResponse> generateContent(GenerateContentRequest request);

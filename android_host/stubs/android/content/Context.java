@@ -1,0 +1,3 @@
+package android.content;
+/** Stub: only the type, so backends can take the service's Context. */
+public abstract class Context {}
