@@ -61,3 +61,19 @@ async def test_parallel_tool_calls_cut_by_a_disconnect_are_no_internal_error():
     logged = "\n".join(daemon.log)
     assert "internal_error" not in logged, logged[-2000:]
     assert "Traceback" not in logged
+
+
+async def test_a_turn_started_by_a_notification_calls_tools_with_a_null_request_id(client):
+    """It has no id to name: its tool/call carries ``requestId: null`` (bridge.json's RequestId),
+    and the engine's answer still reaches the turn."""
+    tool = {"name": "open_gate", "description": "Opens a gate.", "parameters": {"type": "object"}}
+    steps = [{"toolCalls": [{"name": "open_gate", "arguments": {}}]}, {"text": "done"}]
+    model = {"type": "scripted", "steps": steps}
+    with anyio.fail_after(5):
+        await client.request("session/create", {"session": "s", "tools": [tool], "model": model})
+        await client.notify("session/respond", {"session": "s", "prompt": "go", "stream": True})
+        call = await client.next_message(lambda m: m.get("method") == "tool/call")
+        await client.send({"jsonrpc": "2.0", "id": call["id"], "result": {"output": "opened"}})
+        while (await client.request("session/list"))["sessions"][0]["entries"] < 4:
+            await anyio.sleep(0.01)
+    assert call["params"]["requestId"] is None
