@@ -158,6 +158,7 @@ class Connection:
         sent right after that response (arrival order)."""
         self._input_closed = False
         self._gate = gate
+        """Consulted until a message is admitted or refused; ``None`` from then on."""
         self._hangup_on_eof = hangup_on_eof
         self._on_line: Callable[[bytes], None] = (
             self._dispatch_line if gate is None else self._gated_line
@@ -201,7 +202,7 @@ class Connection:
                     self._on_line(line)
                 else:
                     self._reject_oversized(line)
-            if self._on_line == self._gated_line and self._framer.discarding:
+            if self._gate is not None and self._framer.discarding:
                 self._gated_line(None)  # refused now, not after megabytes more of a first line
             outbox.write_now()  # a chunk's few answers leave before the work other tasks queued
             if outbox.over_high_water:
@@ -261,9 +262,11 @@ class Connection:
             self._gate(obj)
         except OamdError as exc:
             self._send_error(getattr(exc, "echo_id", None), to_wire_error(exc))
+            self._gate = None
             self._on_line = _ignore_line  # the rest of this chunk is not looked at
             self._reader_scope.cancel()
             return
+        self._gate = None  # admitted: the gate is not consulted again
         self._on_line = self._dispatch_line
         self._framer.limit = self._max_line_bytes
         if line is not None:
@@ -272,7 +275,7 @@ class Connection:
     def _reject_oversized(self, line: OversizedLine) -> None:
         if self._on_line is _ignore_line:
             return
-        if self._on_line == self._gated_line:
+        if self._gate is not None:
             self._gated_line(None)  # before admission, too long is refused like garbage
             return
         log.warning("line_too_long", size=line.size, limit=self._max_line_bytes)
