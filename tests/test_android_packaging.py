@@ -151,6 +151,11 @@ def test_the_real_backends_compile_against_the_stub_jars(tmp_path):
     assert (tmp_path / "org" / "oamd" / "host" / "LiteRtBackend.class").is_file()
 
 
+SOFT_IMPORTS = {"colorama", "rich", "better-exceptions"}
+"""Imported by ``structlog.dev`` only when present (a dev tool may install them beside oamd);
+structlog works without them, and the phone's Python has none."""
+
+
 def requirements() -> set[str]:
     listed = spec()["app"]["requirements"].split(",")
     return {canonicalize_name(r.strip()) for r in listed} - {"python3"}
@@ -193,7 +198,8 @@ def traced_distributions() -> set[str]:
     tops = set(json.loads(line.removeprefix("MODULES "))) - set(sys.stdlib_module_names)
     owners = importlib.metadata.packages_distributions()
     found = {canonicalize_name(d) for top in tops for d in owners.get(top, [])}
-    return found - {"oamd", "setuptools"}  # oamd is copied in; setuptools: the editable install
+    # oamd is copied in; setuptools: the editable install
+    return found - {"oamd", "setuptools"} - SOFT_IMPORTS
 
 
 def closure(names: set[str]) -> set[str]:
