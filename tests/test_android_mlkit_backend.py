@@ -3,7 +3,8 @@ ML Kit initialised for the ``:service`` process before the first client, harmles
 system text put in the prompt when ``SystemInstruction`` is refused, and a download's listener
 ended once whichever of ML Kit's callback and future reports the end first. Driven by
 ``tests/android/MlKitBackendCheck.java``, one JVM per scenario (initialisation is per process);
-the engine's view of a download through pyjnius in this process, on the stubs' ``FakeMlKit``."""
+the engine's view of a download, and of a start call past the JVM call timeout, through pyjnius
+in this process, on the stubs' ``FakeMlKit``."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from typing import Any
 import anyio
 import pytest
 from android.jvm_support import java_classes, jvm  # noqa: F401 (fixtures)
+from conftest import memory_daemon
 from contract import validate_result
 
+from oamd.app import default_config
 from oamd.backends.jvm import DownloadProgress
 from oamd.backends.mlkit import MlKitModel
 
@@ -182,3 +185,52 @@ async def test_a_download_ended_by_callback_and_future_at_once_ends_once(
             await play(jvm, fake, "race", False, future_fails, 501)
         assert len(ends) == i + 1
         assert progress.state in ("completed", "failed")
+
+
+# ---- a start call past the JVM call timeout --------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_start_blocked_past_the_call_timeout_fails_once_and_the_session_answers_again(
+    jvm,  # noqa: F811
+    mlkit,
+    monkeypatch,
+):
+    fake, backend = mlkit
+    monkeypatch.setattr(jvm, "call_timeout", 0.2)
+    watchdog = 0.3
+    guard = jvm.autoclass("org.oamd.host.GuardedSink")
+    dropped = jvm.run_blocking(guard.droppedTotal)
+    model = MlKitModel(backend, jvm, watchdog_seconds=watchdog)
+    async with memory_daemon(default_config(system_model=model)) as client:
+        with anyio.fail_after(5):
+            await client.request(
+                "session/create", {"session": "s", "model": "system", "options": {"maxAttempts": 1}}
+            )
+            listeners = jvm.run_blocking(fake.listenersRun)
+            # past the call timeout and two watchdog periods: a watchdog still running would fire
+            jvm.run_blocking(fake.holdStart, int((0.2 + 2 * watchdog) * 1000))
+            first = await client.start("session/respond", {"session": "s", "prompt": "Hi"})
+            response = await client.wait(first)
+            # the start is still blocked in Java, which holds the sink: so does the registry
+            assert jvm.registered() == 1
+            # queued behind the blocked start: runs once it returned and the guard was ended
+            assert await anyio.to_thread.run_sync(
+                jvm.run_blocking, fake.awaitListeners, listeners + 1, 5000
+            )
+            dropped_now = jvm.run_blocking(guard.droppedTotal)
+            answer = await client.request("session/respond", {"session": "s", "prompt": "Hi"})
+    error = response["error"]
+    assert (error["code"], error["data"]["code"]) == (-32012, "generation_failed")
+    assert "longer than 0.2 s" in error["message"] and "watchdog" not in error["message"]
+    about_first = [
+        m
+        for m in client.recorder.received
+        if m.get("id") == first or m.get("params", {}).get("requestId") == first
+    ]
+    assert about_first == [response]
+    # the blocked generation was cancelled in Java; its CANCELLED came after the guard's end
+    assert jvm.run_blocking(fake.cancelledGenerations) == 1
+    assert dropped_now - dropped == 1
+    assert jvm.registered() == 0
+    assert answer["text"] == "ok"

@@ -27,7 +27,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * the returned future, on threads of its own and in no promised order; here each of the two is
  * played when the test says, from the calling thread ({@link #race} plays both at once). A
  * generation streams {@link #setReply}'s text and completes, unless {@link #holdStart} made
- * {@code generateContent} block its caller (as a hung AICore binding would); a held generation
+ * the next {@code generateContent} block its caller (as a hung AICore binding would); that one
  * then never ends by itself, only when cancelled.
  */
 public final class FakeMlKit extends GenerativeModelFutures {
@@ -81,6 +81,7 @@ public final class FakeMlKit extends GenerativeModelFutures {
     private volatile Pending<Void> downloadFuture;
     private volatile String reply = "ok";
     private volatile CountDownLatch startGate = new CountDownLatch(0);
+    private volatile long startMillis;
     private final AtomicInteger blockedStarts = new AtomicInteger();
 
     /** A new fake, made what {@code GenerativeModelFutures.from} returns. */
@@ -140,8 +141,14 @@ public final class FakeMlKit extends GenerativeModelFutures {
     // ---- generate script ---------------------------------------------------------------------
 
     public void setReply(String text) { reply = text; }
-    /** generateContent blocks its caller until {@link #releaseStart}. */
-    public void holdStart() { startGate = new CountDownLatch(1); }
+    /**
+     * The next generateContent blocks its caller until {@link #releaseStart} or for {@code millis} (so a
+     * test need not call into a JVM thread that is busy in the blocked call).
+     */
+    public void holdStart(long millis) {
+        startGate = new CountDownLatch(1);
+        startMillis = millis;
+    }
     public void releaseStart() { startGate.countDown(); }
     /** generateContent calls blocked now or before. */
     public int blockedStarts() { return blockedStarts.get(); }
@@ -174,9 +181,10 @@ public final class FakeMlKit extends GenerativeModelFutures {
         generations.add(f);
         CountDownLatch gate = startGate;
         if (gate.getCount() > 0) {
+            startGate = new CountDownLatch(0); // one held call per holdStart
             blockedStarts.incrementAndGet();
             try {
-                gate.await();
+                gate.await(startMillis, TimeUnit.MILLISECONDS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
