@@ -8,12 +8,15 @@ tools, roles or chat), and a ``downloadable`` model's download: the first availa
 finds it starts it (once), later checks report its bytes. Guarantees: every failure is a
 ``ModelError``; a cancelled or abandoned
 step asks Java to cancel; a step whose stream stays silent longer than the watchdog fails
-``generation_failed`` instead of hanging.
+``generation_failed`` instead of hanging; a start call past the JVM call timeout fails
+``generation_failed`` once, and when it returns its generation is cancelled in Java behind an
+ended guard (its sink stays registered until then, as Java may call it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -177,6 +180,22 @@ def _progress(raw: dict[str, Any]) -> str | None:
     )
 
 
+_CANCELLED_CODE = 7
+"""``org.oamd.host.ErrorCodes.CANCELLED``: how an abandoned start ends its guard."""
+
+
+class _Start:
+    """One generation's start call, shared by ``generate`` (on the loop) and ``_start`` (on the
+    JVM thread) for when the call outlives the call timeout: the lock decides which side comes
+    second, and that side stops the generation nobody will read."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.given_up = False
+        self.raised = False
+        self.request_id: int | None = None
+
+
 def render_prompt(messages: list[ChatMessage]) -> tuple[str | None, str]:
     """(system instruction, prompt text) for a model without roles: system messages become the
     instruction; the rest is a labelled transcript ending with the reply cue."""
@@ -318,15 +337,46 @@ class MlKitModel(LanguageModel):
         options["maxOutputTokens"] = min(max(limit, 1), self._max_output)
         return orjson.dumps(options).decode()
 
-    def _start(self, prompt: str, options: str, sink: Any) -> int:
-        """On the JVM thread: the backend gets the guarded sink, never the Python proxy."""
-        return int(self._backend.generate(prompt, options, self._runtime.guard(sink)))
+    def _start(self, prompt: str, options: str, sink: Any, start: _Start) -> int:
+        """On the JVM thread: the backend gets the guarded sink, never the Python proxy. When the
+        caller gave up meanwhile, the guard is ended first (so whatever Java sends later, the
+        cancelled generation's own end included, is dropped there) and the generation cancelled."""
+        try:
+            guard = self._runtime.guard(sink)
+            request_id = int(self._backend.generate(prompt, options, guard))
+        except BaseException:
+            with start.lock:
+                start.raised = True
+                given_up = start.given_up
+            if given_up:  # nobody discards it any more: its terminal call releases it
+                sink.onError(_CANCELLED_CODE, "the start failed after the call timeout", 0)
+            raise
+        with start.lock:
+            start.request_id = request_id
+            given_up = start.given_up
+        if given_up:
+            guard.onError(_CANCELLED_CODE, "abandoned: the start outlived the call timeout", 0)
+            self._backend.cancel(request_id)
+        return request_id
+
+    def _give_up(self, start: _Start, sink: Any, token: int) -> None:
+        """After a failed start call (on the loop): whoever still holds the sink ends it."""
+        with start.lock:
+            start.given_up = True
+            raised, request_id = start.raised, start.request_id
+        if raised:
+            self._runtime.discard(sink, token)  # Java never took the sink
+        elif request_id is not None:
+            # returned just after the timeout: Java runs it, and its CANCELLED releases the sink
+            self._runtime.submit(self._backend.cancel, request_id)
+        # else still blocked in Java, which may call the sink: _start ends it once it returns
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
         system, prompt = render_prompt(request.messages)
         options = self._options(request, system)
         runtime = self._runtime
         sink, token, events = runtime.open_sink()
+        start = _Start()
         request_id: int | None = None
         ended = False
         with events:
@@ -334,9 +384,9 @@ class MlKitModel(LanguageModel):
                 # shielded: generate() returns at once by contract, and a caller cancelled
                 # here must still learn the id, so the finally below can cancel it in Java
                 with anyio.CancelScope(shield=True):
-                    request_id = await runtime.call(self._start, prompt, options, sink)
+                    request_id = await runtime.call(self._start, prompt, options, sink, start)
             except Exception as exc:
-                runtime.discard(sink, token)  # Java never took the sink
+                self._give_up(start, sink, token)
                 raise ModelError(
                     "generation_failed", f"{self.label}: generate failed: {exc}"
                 ) from exc

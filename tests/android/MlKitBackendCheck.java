@@ -9,6 +9,7 @@ import com.google.mlkit.genai.prompt.GenerateContentResponse;
 import com.google.mlkit.genai.prompt.Generation;
 import com.google.mlkit.genai.prompt.GenerativeModel;
 import com.google.mlkit.genai.prompt.SystemInstruction;
+import com.google.mlkit.genai.prompt.java.FakeMlKit;
 import com.google.mlkit.genai.prompt.java.GenerativeModelFutures;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,13 +17,15 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import org.oamd.host.DownloadListener;
 import org.oamd.host.GenerationSink;
 import org.oamd.host.MlKitBackend;
 
 /**
  * Drives the real MlKitBackend against the stub ML Kit on a desktop JVM (one scenario per run,
  * since ML Kit's initialisation is per process): {@code fresh} (nothing initialised ML Kit),
- * {@code provider} (its content provider did), {@code system} (SystemInstruction refusals).
+ * {@code provider} (its content provider did), {@code system} (SystemInstruction refusals),
+ * {@code download} (one end of the listener whichever of ML Kit's callback and future ends first).
  * Prints one line per check; any failure throws (exit status 1).
  */
 public final class MlKitBackendCheck {
@@ -75,6 +78,43 @@ public final class MlKitBackendCheck {
         @Override public synchronized void onError(int code, String message, long retry) { events.add("error:" + code + ":" + message); ended.countDown(); }
     }
 
+    /** Every call a download listener got, and any that came after its end. */
+    static final class Listener implements DownloadListener {
+        final List<String> calls = new ArrayList<>();
+        final List<String> afterEnd = new ArrayList<>();
+        boolean ended;
+        @Override public synchronized void onProgress(long done, long total) { record("progress:" + done + "/" + total, false); }
+        @Override public synchronized void onCompleted() { record("completed", true); }
+        @Override public synchronized void onError(int code, String message) { record("error:" + code + ":" + message, true); }
+        private void record(String call, boolean terminal) {
+            if (ended) afterEnd.add(call);
+            calls.add(call);
+            ended |= terminal;
+        }
+        synchronized String seen() { return String.join(",", calls); }
+    }
+
+    /** One download played step by step ("callback:completed", "future:failed", ...). */
+    static String download(MlKitBackend backend, FakeMlKit fake, String... steps) throws InterruptedException {
+        Listener listener = new Listener();
+        backend.download(listener);
+        for (String step : steps) {
+            int before = fake.listenersRun();
+            switch (step) {
+                case "callback:progress": fake.started(300); fake.progress(100); break;
+                case "callback:completed": fake.callbackCompletes(); break;
+                case "callback:failed": fake.callbackFails(501, "disk full"); break;
+                case "future:completed": fake.futureSucceeds(); break;
+                case "future:failed": fake.futureFails(8, "binding died"); break;
+                default: throw new IllegalArgumentException(step);
+            }
+            // the future reports on the backend's executor: wait for it, so the next step follows
+            if (step.startsWith("future")) check(fake.awaitListeners(before + 1, 5000), "future listener ran");
+        }
+        check(listener.afterEnd.isEmpty(), "nothing after the end: " + listener.calls);
+        return listener.seen();
+    }
+
     static void check(boolean ok, String what) {
         if (!ok) throw new AssertionError(what);
     }
@@ -88,10 +128,20 @@ public final class MlKitBackendCheck {
         }
     }
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
+        try {
+            scenario(args[0]);
+        } catch (Throwable t) {
+            t.printStackTrace();
+            System.exit(1); // the backends' callback executors are not daemon threads
+        }
+        System.exit(0);
+    }
+
+    static void scenario(String name) throws Exception {
         FakeModel fake = new FakeModel();
         GenerativeModelFutures.stub = fake;
-        switch (args[0]) {
+        switch (name) {
             case "fresh":
                 try {
                     Generation.INSTANCE.getClient();
@@ -137,9 +187,39 @@ public final class MlKitBackendCheck {
                 check(fake.requests.size() == 6, "no retry for other failures: " + fake.requests);
                 System.out.println("system instruction fallback");
                 break;
+            case "download":
+                MlKit.initialize(CONTEXT);
+                FakeMlKit scripted = FakeMlKit.install();
+                MlKitBackend backend = new MlKitBackend(CONTEXT);
+                String progress = "progress:0/300,progress:100/300,";
+                String[][] orders = {
+                    {progress + "completed", "callback:progress", "callback:completed", "future:completed"},
+                    {progress + "completed", "callback:progress", "future:completed", "callback:completed"},
+                    {"error:8:binding died", "future:failed"},
+                    {progress + "error:501:disk full", "callback:progress", "callback:failed", "future:failed"},
+                    {"error:8:binding died", "future:failed", "callback:failed"},
+                    {"completed", "callback:completed", "future:failed"},
+                    {progress + "completed", "callback:progress", "future:completed", "callback:progress", "callback:completed"},
+                };
+                for (String[] order : orders) {
+                    String seen = download(backend, scripted, java.util.Arrays.copyOfRange(order, 1, order.length));
+                    check(seen.equals(order[0]), String.join(" then ", order) + ": " + seen);
+                }
+                for (int i = 0; i < 2000; i++) { // both ends at once, from two threads
+                    boolean callbackFails = i % 4 >= 2, futureFails = i % 2 == 1;
+                    Listener listener = new Listener();
+                    backend.download(listener);
+                    int before = scripted.listenersRun();
+                    scripted.race(callbackFails, futureFails, 501);
+                    check(scripted.awaitListeners(before + 1, 5000), "future listener ran");
+                    synchronized (listener) {
+                        check(listener.calls.size() == 1 && listener.afterEnd.isEmpty(), "race " + i + ": " + listener.calls);
+                    }
+                }
+                System.out.println("one end of every download");
+                break;
             default:
-                throw new IllegalArgumentException(args[0]);
+                throw new IllegalArgumentException(name);
         }
-        System.exit(0); // the backends' callback executors are not daemon threads
     }
 }
