@@ -115,40 +115,65 @@ public final class MlKitBackend implements OamdBackend {
     }
 
     @Override
-    public void download(DownloadListener listener) {
+    public void download(DownloadListener given) {
         // one terminal call whichever of the callback and the future reports the end first;
-        // nothing reaches the (Python) listener after it
-        AtomicBoolean over = new AtomicBoolean(false);
+        // nothing reaches the (Python) listener after it, not even a progress call racing the end
+        DownloadListener listener = new EndOnce(given);
         ListenableFuture<Void> done = model.download(new DownloadCallback() {
             @Override public void onDownloadStarted(long total) {
                 bytesToDownload = total;
                 bytesDownloaded = 0;
-                if (!over.get()) listener.onProgress(0, total);
+                listener.onProgress(0, total);
             }
             @Override public void onDownloadProgress(long downloaded) {
                 bytesDownloaded = downloaded;
-                if (!over.get()) listener.onProgress(downloaded, bytesToDownload);
+                listener.onProgress(downloaded, bytesToDownload);
             }
             @Override public void onDownloadCompleted() {
-                if (over.compareAndSet(false, true)) listener.onCompleted();
+                listener.onCompleted();
             }
             @Override public void onDownloadFailed(GenAiException e) {
-                if (over.compareAndSet(false, true)) {
-                    listener.onError(e.getErrorCode(), String.valueOf(e.getMessage()));
-                }
+                listener.onError(e.getErrorCode(), String.valueOf(e.getMessage()));
             }
         });
         Futures.addCallback(done, new FutureCallback<Void>() {
             @Override public void onSuccess(Void v) {
-                if (over.compareAndSet(false, true)) listener.onCompleted();
+                listener.onCompleted();
             }
             @Override public void onFailure(Throwable t) {
-                if (!over.compareAndSet(false, true)) return;
                 GenAiException g = findGenAi(t);
                 if (g != null) listener.onError(g.getErrorCode(), String.valueOf(g.getMessage()));
                 else listener.onError(ErrorCodes.UNKNOWN, String.valueOf(t));
             }
         }, callbacks);
+    }
+
+    /** Serialises a download's reports and drops everything after the first end: the check and
+     *  the call are one step under the lock, so a progress report on another thread cannot slip
+     *  in after the end (the Python listener may be released by then). */
+    private static final class EndOnce implements DownloadListener {
+        private final DownloadListener listener;
+        private boolean over;
+
+        EndOnce(DownloadListener listener) {
+            this.listener = listener;
+        }
+
+        @Override public synchronized void onProgress(long downloaded, long total) {
+            if (!over) listener.onProgress(downloaded, total);
+        }
+
+        @Override public synchronized void onCompleted() {
+            if (over) return;
+            over = true;
+            listener.onCompleted();
+        }
+
+        @Override public synchronized void onError(int code, String message) {
+            if (over) return;
+            over = true;
+            listener.onError(code, message == null ? "" : message);
+        }
     }
 
     @Override
