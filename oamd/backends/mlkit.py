@@ -14,8 +14,9 @@ step asks Java to cancel; a step whose stream stays silent longer than the watch
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import anyio
@@ -59,6 +60,12 @@ DEFAULT_TOKEN_LIMIT = 4000
 
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
 """ML Kit's ``maxOutputTokens`` ceiling; requests are clamped to 1..this."""
+
+Starter = Callable[[Any], int]
+"""Starts one generation on the JVM thread with the given sink; returns the Java id."""
+
+Settler = Callable[[str | None], None]
+"""Hears how a generation ended: its raw reply text when it finished, else None."""
 
 DEFAULT_RETRY_AFTER_SECONDS = 5.0
 """``retry_after`` for a ``rate_limited`` failure whose backend gave no delay."""
@@ -322,9 +329,15 @@ class MlKitModel(LanguageModel):
         """On the JVM thread: the backend gets the guarded sink, never the Python proxy."""
         return int(self._backend.generate(prompt, options, self._runtime.guard(sink)))
 
-    async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+    def _prepare(self, request: GenerationRequest) -> tuple[Starter, Settler]:
+        """(start, settle) of one generation: ``start(sink)`` runs on the JVM thread and returns
+        the Java id; ``settle(reply)`` hears how it ended (the raw reply text when it finished,
+        None otherwise). ML Kit keeps no state between generations."""
         system, prompt = render_prompt(request.messages)
-        options = self._options(request, system)
+        return partial(self._start, prompt, self._options(request, system)), _no_state
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+        start, settle = self._prepare(request)
         runtime = self._runtime
         sink, token, events = runtime.open_sink()
         request_id: int | None = None
@@ -334,12 +347,15 @@ class MlKitModel(LanguageModel):
                 # shielded: generate() returns at once by contract, and a caller cancelled
                 # here must still learn the id, so the finally below can cancel it in Java
                 with anyio.CancelScope(shield=True):
-                    request_id = await runtime.call(self._start, prompt, options, sink)
+                    request_id = await runtime.call(start, sink)
             except Exception as exc:
                 runtime.discard(sink, token)  # Java never took the sink
+                settle(None)
                 raise ModelError(
                     "generation_failed", f"{self.label}: generate failed: {exc}"
                 ) from exc
+            reply: list[str] | None = None
+            parts: list[str] = []
             try:
                 produced = False
                 while True:
@@ -353,6 +369,7 @@ class MlKitModel(LanguageModel):
                     if isinstance(event, Chunk):
                         if event.text:
                             produced = True
+                            parts.append(event.text)
                             yield TextDelta(event.text)
                     elif isinstance(event, Done):
                         ended = True
@@ -360,6 +377,7 @@ class MlKitModel(LanguageModel):
                             raise ModelError(
                                 "generation_failed", f"{self.label}: stopped without output"
                             )
+                        reply = "".join(parts)
                         usage = _usage(event.usage_json)
                         if usage is not None:
                             yield usage
@@ -374,11 +392,16 @@ class MlKitModel(LanguageModel):
                     # cancelled, abandoned or the watchdog fired: Java keeps the sink until its
                     # terminal call, which the registry holds it for
                     runtime.submit(self._backend.cancel, request_id)
+                settle(reply)
 
     async def aclose(self) -> None:
         with contextlib.suppress(Exception):
             with anyio.move_on_after(CANCEL_GRACE_SECONDS, shield=True):
                 await self._runtime.call(self._backend.close)
+
+
+def _no_state(_reply: str | None) -> None:
+    """``settle`` of a backend without state between generations."""
 
 
 def _max_output(status_json: str, current: int) -> int:
