@@ -83,10 +83,10 @@ async def test_an_npc_turn_runs_on_litert_with_one_live_conversation_at_a_time(
     jvm,  # noqa: F811
     tmp_path,
 ):
-    """The same turn on LiteRtModel over the fake LiteRT-LM engine. The envelope loop re-renders
-    its one user message every step (history, tool uses and the step's task in one text), so no
-    step extends what the last one saw: each opens a fresh conversation and closes the last,
-    never two alive at once."""
+    """The same turn on LiteRtModel over the fake LiteRT-LM engine. LiteRtModel asks for
+    append-only steps, so each step after the first sends only the model's reply and one new
+    user message (the tool result, the next task): the turn's three steps run on one
+    conversation, each later step prefilling only its new message."""
     from oamd.backends.litert import LiteRtModel
 
     engine = jvm.autoclass("com.google.ai.edge.litertlm.FakeLiteRtLm")
@@ -111,9 +111,10 @@ async def test_an_npc_turn_runs_on_litert_with_one_live_conversation_at_a_time(
             request = await client.start("npc/talk", {"npc": "gorm", "line": "Iron swords?"})
             result = (await client.wait(request))["result"]
     assert result["line"] == REPLY["line"] and result["isFallback"] is False
-    created = jvm.run_blocking(engine.createdConversations)
-    assert created == 3
+    assert jvm.run_blocking(engine.createdConversations) == 1
+    # the first step's system text and user message, then one new user message per step
+    assert jvm.run_blocking(engine.prefilledMessages) == 4
     jvm.run_blocking(native.close)
-    assert await jvm.call(engine.awaitClosed, created, 5000)
+    assert await jvm.call(engine.awaitClosed, 1, 5000)
     assert list(jvm.run_blocking(engine.violations)) == []
     assert jvm.registered() == 0

@@ -8,11 +8,14 @@ one LiteRT-LM ``Conversation``, which is continued when the request only adds a 
 it has seen (``oamd.backends._litert_conversation``), so a step does not prefill the history
 again. The Java backend maps LiteRT-LM's exceptions onto the shared codes of
 ``org.oamd.host.ErrorCodes``. Native tool calling through LiteRT-LM's ``Conversation`` tools is
-not wired yet, so the envelope loop drives it (``native_tools=False``).
+not wired yet, so the envelope loop drives it (``native_tools=False``), asked to lay each step of
+a turn out as the last step's messages plus its raw reply and one new user turn
+(``append_only_steps``), so a turn's steps continue one conversation.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -41,6 +44,10 @@ class LiteRtModel(MlKitModel):
         kwargs.setdefault("watchdog_seconds", LITERT_WATCHDOG_SECONDS)
         super().__init__(backend, runtime, **kwargs)
         self._conversation = ConversationReuse()
+
+    def _set_capabilities(self, context_size: int) -> None:
+        super()._set_capabilities(context_size)
+        self.capabilities = replace(self.capabilities, append_only_steps=True)
 
     def _prepare(self, request: GenerationRequest) -> tuple[Starter, Settler]:
         system, turns = conversation_turns(request.messages)
