@@ -309,21 +309,6 @@ def test_no_callback_is_collected_early_under_gc_stress(java_classes, tmp_path):
     assert cancels == "75"  # each abandoned generation was cancelled, then ended in Java
 
 
-async def test_litert_shares_the_seam_and_names_itself_in_errors(jvm, fake):  # noqa: F811
-    from oamd.backends.litert import LITERT_WATCHDOG_SECONDS, LiteRtModel
-
-    jvm.run_blocking(fake.enqueueReply, ["hi"], 0)
-    jvm.run_blocking(fake.enqueueError, 12, "prompt too long", 0, [])
-    model = LiteRtModel(fake, jvm)
-    assert model._watchdog == LITERT_WATCHDOG_SECONDS
-    assert model.capabilities.native_tools is False
-    assert (await collect(model))[0] == TextDelta("hi")
-    with pytest.raises(ModelError) as caught:
-        await collect(model)
-    assert caught.value.name == "context_size_exceeded"
-    assert caught.value.message.startswith("LiteRT-LM: prompt too long")
-
-
 async def test_a_call_after_the_terminal_one_is_ignored_and_counted(jvm):  # noqa: F811
     sink, _token, events = jvm.open_sink()
     with events:

@@ -1,7 +1,8 @@
 """LiteRtBackend (``android_host/java_android``) on the desktop JVM against the stubs' fake
 LiteRT-LM engine (``FakeLiteRtLm``), whose decode calls back on its own thread and keeps running
 for a while after ``cancelProcess()``: a failed load, the options it passes, and when it closes
-its conversations (never inside a callback, never under a running decode)."""
+its conversations (never inside a callback, never under a running decode). Reuse of the live
+conversation across generations: ``test_android_litert_reuse.py``."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ async def test_a_failed_initialize_leaves_the_backend_unavailable_with_its_reaso
     assert jvm.registered() == 0
 
 
-async def test_a_reply_streams_and_its_conversation_closes_after_the_callback(
+async def test_a_reply_streams_and_its_conversation_stays_live_until_the_backend_closes(
     jvm,  # noqa: F811
     engine,
     tmp_path,
@@ -82,8 +83,9 @@ async def test_a_reply_streams_and_its_conversation_closes_after_the_callback(
         events = [e async for e in LiteRtModel(native, jvm).generate(ask())]
     # LiteRT-LM reports no usage: the guard turns its null into "{}", so no Usage event
     assert events == [TextDelta("Hello"), TextDelta(" there")]
-    await closed(jvm, engine)
+    assert jvm.run_blocking(engine.aliveConversations) == 1  # kept for the next step
     jvm.run_blocking(native.close)
+    await closed(jvm, engine)
     assert jvm.run_blocking(engine.engineClosed)
     assert jvm.registered() == 0
 
@@ -102,8 +104,23 @@ async def test_max_output_tokens_the_system_text_and_a_created_cache_dir_reach_t
             pass
     assert jvm.run_blocking(engine.maxOutputToken) == 256
     assert jvm.run_blocking(engine.systemInstruction) == "Be Gorm."
+    jvm.run_blocking(native.close)
+    await closed(jvm, engine)
+
+
+async def test_a_native_error_names_litert_and_is_generation_failed(jvm, engine, tmp_path):  # noqa: F811
+    jvm.run_blocking(engine.failNext, "Status Code: 13. Message: decode failed")
+    native = backend(jvm, tmp_path)
+    model = LiteRtModel(native, jvm)
+    assert model.capabilities.native_tools is False
+    with pytest.raises(ModelError) as caught, anyio.fail_after(5):
+        async for _ in model.generate(ask()):
+            pass
+    assert caught.value.name == "generation_failed"
+    assert caught.value.message.startswith("LiteRT-LM: Status Code: 13")
     await closed(jvm, engine)
     jvm.run_blocking(native.close)
+    assert jvm.registered() == 0
 
 
 async def test_a_cancelled_decode_is_closed_only_after_it_ended(jvm, engine, tmp_path):  # noqa: F811

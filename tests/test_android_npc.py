@@ -77,3 +77,44 @@ async def test_an_npc_turn_with_a_client_tool_runs_on_the_fake_backend(jvm, fake
     # the loop may stop reading a step once its JSON is complete; Java still ends every call
     assert await jvm.call(fake.awaitIdle, 5000)
     assert jvm.registered() == 0
+
+
+async def test_an_npc_turn_runs_on_litert_with_one_live_conversation_at_a_time(
+    jvm,  # noqa: F811
+    tmp_path,
+):
+    """The same turn on LiteRtModel over the fake LiteRT-LM engine. LiteRtModel asks for
+    append-only steps, so each step after the first sends only the model's reply and one new
+    user message (the tool result, the next task): the turn's three steps run on one
+    conversation, each later step prefilling only its new message."""
+    from oamd.backends.litert import LiteRtModel
+
+    engine = jvm.autoclass("com.google.ai.edge.litertlm.FakeLiteRtLm")
+    jvm.run_blocking(engine.reset)
+    decide = {"action": "check_inventory", "arguments": {"item": "iron sword"}}
+    for reply in (decide, {"action": "respond"}, REPLY):
+        jvm.run_blocking(engine.enqueueReply, chunked(reply))
+    cls = jvm.autoclass("org.oamd.host.LiteRtBackend")
+    native = jvm.run_blocking(lambda: cls("/m.litertlm", str(tmp_path), 4096, 90_000))
+    model = LiteRtModel(native, jvm)
+
+    async def handler(params: dict[str, Any]) -> dict[str, Any]:
+        return {"output": {"item": params["call"]["arguments"]["item"], "stock": 3}}
+
+    async with memory_daemon(default_config(system_model=model)) as client:
+        client.tool_handler = handler
+        with anyio.fail_after(10):
+            await client.request(
+                "npc/create",
+                {"npc": "gorm", "persona": GORM, "model": "system", "tools": [CHECK_INVENTORY]},
+            )
+            request = await client.start("npc/talk", {"npc": "gorm", "line": "Iron swords?"})
+            result = (await client.wait(request))["result"]
+    assert result["line"] == REPLY["line"] and result["isFallback"] is False
+    assert jvm.run_blocking(engine.createdConversations) == 1
+    # the first step's system text and user message, then one new user message per step
+    assert jvm.run_blocking(engine.prefilledMessages) == 4
+    jvm.run_blocking(native.close)
+    assert await jvm.call(engine.awaitClosed, 1, 5000)
+    assert list(jvm.run_blocking(engine.violations)) == []
+    assert jvm.registered() == 0

@@ -51,6 +51,11 @@ class ModelCapabilities:
     context_size: int = DEFAULT_CONTEXT_SIZE
     """Input + output tokens the model can hold."""
     max_output_tokens: int | None = None
+    append_only_steps: bool = False
+    """Text-only models: each step of a turn extends the last step's messages (the model's raw
+    reply, then one user message with what is new) instead of re-rendering them, for a backend
+    whose conversation only appends (LiteRT-LM). Such a conversation fixes its sampling and
+    output limit, so every step of the turn uses the turn's sampling and is read to its end."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import anyio
@@ -62,6 +63,12 @@ DEFAULT_TOKEN_LIMIT = 4000
 
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
 """ML Kit's ``maxOutputTokens`` ceiling; requests are clamped to 1..this."""
+
+Starter = Callable[[Any], int]
+"""Starts one generation on the JVM thread with the given (guarded) sink; returns the Java id."""
+
+Settler = Callable[[str | None], None]
+"""Hears how a generation ended: its raw reply text when it finished, else None."""
 
 DEFAULT_RETRY_AFTER_SECONDS = 5.0
 """``retry_after`` for a ``rate_limited`` failure whose backend gave no delay."""
@@ -337,13 +344,13 @@ class MlKitModel(LanguageModel):
         options["maxOutputTokens"] = min(max(limit, 1), self._max_output)
         return orjson.dumps(options).decode()
 
-    def _start(self, prompt: str, options: str, sink: Any, start: _Start) -> int:
+    def _start(self, begin: Starter, sink: Any, start: _Start) -> int:
         """On the JVM thread: the backend gets the guarded sink, never the Python proxy. When the
         caller gave up meanwhile, the guard is ended first (so whatever Java sends later, the
         cancelled generation's own end included, is dropped there) and the generation cancelled."""
         try:
             guard = self._runtime.guard(sink)
-            request_id = int(self._backend.generate(prompt, options, guard))
+            request_id = int(begin(guard))
         except BaseException:
             with start.lock:
                 start.raised = True
@@ -371,9 +378,15 @@ class MlKitModel(LanguageModel):
             self._runtime.submit(self._backend.cancel, request_id)
         # else still blocked in Java, which may call the sink: _start ends it once it returns
 
-    async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+    def _prepare(self, request: GenerationRequest) -> tuple[Starter, Settler]:
+        """(begin, settle) of one generation: ``begin(guard)`` runs on the JVM thread and returns
+        the Java id; ``settle(reply)`` hears how it ended (the raw reply text when it finished,
+        None otherwise). ML Kit keeps no state between generations."""
         system, prompt = render_prompt(request.messages)
-        options = self._options(request, system)
+        return partial(self._backend.generate, prompt, self._options(request, system)), _no_state
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+        begin, settle = self._prepare(request)
         runtime = self._runtime
         sink, token, events = runtime.open_sink()
         start = _Start()
@@ -384,12 +397,15 @@ class MlKitModel(LanguageModel):
                 # shielded: generate() returns at once by contract, and a caller cancelled
                 # here must still learn the id, so the finally below can cancel it in Java
                 with anyio.CancelScope(shield=True):
-                    request_id = await runtime.call(self._start, prompt, options, sink, start)
+                    request_id = await runtime.call(self._start, begin, sink, start)
             except Exception as exc:
                 self._give_up(start, sink, token)
+                settle(None)
                 raise ModelError(
                     "generation_failed", f"{self.label}: generate failed: {exc}"
                 ) from exc
+            reply: list[str] | None = None
+            parts: list[str] = []
             try:
                 produced = False
                 while True:
@@ -403,6 +419,7 @@ class MlKitModel(LanguageModel):
                     if isinstance(event, Chunk):
                         if event.text:
                             produced = True
+                            parts.append(event.text)
                             yield TextDelta(event.text)
                     elif isinstance(event, Done):
                         ended = True
@@ -410,6 +427,7 @@ class MlKitModel(LanguageModel):
                             raise ModelError(
                                 "generation_failed", f"{self.label}: stopped without output"
                             )
+                        reply = "".join(parts)
                         usage = _usage(event.usage_json)
                         if usage is not None:
                             yield usage
@@ -424,11 +442,16 @@ class MlKitModel(LanguageModel):
                     # cancelled, abandoned or the watchdog fired: Java keeps the sink until its
                     # terminal call, which the registry holds it for
                     runtime.submit(self._backend.cancel, request_id)
+                settle(reply)
 
     async def aclose(self) -> None:
         with contextlib.suppress(Exception):
             with anyio.move_on_after(CANCEL_GRACE_SECONDS, shield=True):
                 await self._runtime.call(self._backend.close)
+
+
+def _no_state(_reply: str | None) -> None:
+    """``settle`` of a backend without state between generations."""
 
 
 def _max_output(status_json: str, current: int) -> int:

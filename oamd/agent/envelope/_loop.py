@@ -26,6 +26,7 @@ from oamd.agent.envelope._json_reader import (
     json_candidates,
     parse_lenient,
 )
+from oamd.agent.envelope._layout import StepLayout
 from oamd.agent.envelope._model_step import PartialEmitter, run_model_step
 from oamd.agent.envelope._parser import (
     NOT_AN_OBJECT,
@@ -42,10 +43,7 @@ from oamd.agent.envelope._prompt import (
     arguments_task,
     decide_schema,
     decide_task,
-    fit_window,
-    history_window,
     is_parameterless,
-    render_body,
     respond_task,
     structured_task,
     system_text,
@@ -157,7 +155,7 @@ class _EnvelopeTurn:
         self.usage = TurnUsage()
         self.rounds = 0
         self.display = ReplyDisplay(emit)
-        self.token_counts: dict[str, int] = {}
+        self.layout = StepLayout(spec, self.system, self.labels, self.calls.lines)
 
     # ---- the turn ------------------------------------------------------------------------------
 
@@ -327,6 +325,8 @@ class _EnvelopeTurn:
 
     def _plain(self) -> bool:
         """A first request with nothing before it: the prompt is sent as it is."""
+        if self.layout.continues:
+            return False
         return not self.spec.history and not self.calls.lines and bool(self.spec.prompt.strip())
 
     def _start(
@@ -336,28 +336,13 @@ class _EnvelopeTurn:
         self.steps.append(step)
         self.emit(StepStarted(step))
 
-    async def _count(self, text: str) -> int:
-        if text not in self.token_counts:
-            self.token_counts[text] = await self.spec.model.count_tokens(text)
-        return self.token_counts[text]
-
     async def _request(
         self, kind: str, task: str, schema: dict[str, Any] | None, *, plain: bool = False
     ) -> tuple[GenerationRequest, int]:
-        def render(history_lines: Sequence[str]) -> str:
-            return render_body(
-                history_lines, self.spec.prompt, self.calls.lines, task, self.labels, plain=plain
-            )
-
-        window = history_window(self.spec.history, self.labels)
-        if self.settings.trim_history:
-            capabilities = self.spec.model.capabilities
-            budget = capabilities.context_size - self.settings.reserved_response_tokens
-            await fit_window(window, self.system, render([]), budget, self._count)
-        messages = [ChatMessage("system", self.system)] if self.system else []
-        messages.append(ChatMessage("user", render(window.items)))
+        messages, trimmed = await self.layout.messages(task, plain)
         sampling = self.settings.sampling
-        if kind in (DECIDE, TOOL_ARGUMENTS):
+        if kind in (DECIDE, TOOL_ARGUMENTS) and self.layout.thread is None:
+            # a continued conversation keeps the sampling it was opened with: the turn's
             sampling = replace(
                 sampling, temperature=DECISION_TEMPERATURE, max_tokens=DECISION_MAX_TOKENS
             )
@@ -370,10 +355,13 @@ class _EnvelopeTurn:
             kind=kind,
             turn=TurnSnapshot(self.spec.prompt, tuple(self.calls.outputs)),
         )
-        return request, window.trimmed
+        return request, trimmed
 
     async def _generate(self, request: GenerationRequest, **options: Any) -> str:
-        return await run_model_step(
+        if self.layout.thread is not None:
+            # stopping a step early cancels it, and a cancelled conversation cannot go on
+            options["stop_early"] = False
+        text = await run_model_step(
             self.spec.model,
             request,
             self.usage,
@@ -381,6 +369,8 @@ class _EnvelopeTurn:
             self.sleep,
             **options,
         )
+        self.layout.answered(request.messages, text)
+        return text
 
 
 _NOTHING = object()

@@ -10,7 +10,9 @@ import com.google.ai.edge.litertlm.Message;
 import com.google.ai.edge.litertlm.MessageCallback;
 import com.google.ai.edge.litertlm.SamplerConfig;
 import java.io.File;
+import java.util.ArrayList;
 import java.util.Collections;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.ConcurrentHashMap;
@@ -34,32 +36,38 @@ import org.json.JSONObject;
  * {@code Engine.kt}, {@code Conversation.kt}) and run on the desktop only against the stubs'
  * fake engine: never on a device.
  *
+ * <p>One conversation kept across generations. A Conversation keeps its history (its KV cache)
+ * and only appends: no reset, clone or rollback ({@code cancelProcess()} leaves the partial turn
+ * in it, "b/450903294", Conversation.kt), the system instruction, sampler and output limit are
+ * fixed at creation, and SessionBasic refuses a second live session per engine ("A session
+ * already exists. Only one session is supported at a time.", runtime/core/session_basic.cc). So
+ * {@link #converse} either continues the one live conversation with a single new user message
+ * (the caller, oamd's Python side, has checked that everything else is what that conversation has
+ * already seen) or drops it and opens a fresh one from the whole history (system instruction +
+ * {@code initialMessages} + the last message).
+ *
  * <p>Lifetimes:
  * <ul>
  *   <li>an engine that fails to load (any {@code Throwable}: a missing native library is an
  *       {@code UnsatisfiedLinkError}) leaves the backend unavailable, with the reason in
  *       {@link #status()};</li>
- *   <li>a conversation is closed on its own single-thread executor, only once its decode has
- *       delivered its terminal callback (a cancelled decode keeps running until then) and that
- *       callback has returned; never inside a callback. The wait is bounded: a decode that never
- *       ends (the watchdog's case) leaves its conversation open, logged, rather than closed under
- *       a running decode.</li>
+ *   <li>a generation that ends with {@code onDone} leaves its conversation live and idle (marked
+ *       so before the sink hears of the end, so the next step can continue it at once); any
+ *       other end (an error, a cancel, the watchdog, a failed send) drops it;</li>
+ *   <li>a dropped conversation is closed on the single-thread {@code lifecycle} executor, only
+ *       once its last decode has delivered its terminal callback and that callback has
+ *       returned; never inside a callback. The wait is bounded: a decode that never ends (the
+ *       watchdog's case) leaves its conversation open, logged, rather than closed under it;</li>
+ *   <li>a fresh conversation is created on the same executor, after the close of the one it
+ *       replaces: never two at once.</li>
  * </ul>
- *
- * <p>Each generate() opens a fresh Conversation for the whole transcript. A Conversation keeps
- * its history (its KV cache grows with every message, {@code getTokenCount()}), but the API only
- * appends: it has no reset, clone or rollback ({@code cancelProcess()} leaves the partial turn in
- * the state; "b/450903294 is a pending feature request to roll the internal state back",
- * Conversation.kt), and the system instruction is fixed at creation. oamd sends one flattened
- * transcript per step ({@code render_prompt}), with a system text that may change per step and
- * assistant turns it may have rewritten, so appending would need a session key and the new
- * messages only from the Python side; until then every step re-prefills.
  */
 public final class LiteRtBackend implements OamdBackend {
     /** Longest silence between two callbacks before the call is cancelled and failed. */
     public static final long WATCHDOG_MILLIS = 90_000;
 
-    /** Longest wait for a decode's terminal callback before its conversation is closed. */
+    /** Longest wait for a decode's terminal callback before its conversation is closed (and so
+     *  before a fresh one is opened in its place). */
     public static final long CLOSE_WAIT_MILLIS = 10_000;
 
     /** Grace for the library's thread to return from the terminal callback before close. */
@@ -74,8 +82,12 @@ public final class LiteRtBackend implements OamdBackend {
     private final long watchdogMillis;
     private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(
             daemon("oamd-litert-watchdog"));
-    private final ExecutorService closer = Executors.newSingleThreadExecutor(daemon("oamd-litert-close"));
+    /** Opens and closes conversations, one at a time and in order. */
+    private final ExecutorService lifecycle = Executors.newSingleThreadExecutor(daemon("oamd-litert-lifecycle"));
     private final Map<Long, Call> running = new ConcurrentHashMap<>();
+    private final Object lock = new Object();
+    /** The live conversation (guarded by {@code lock}), or null. */
+    private Live live;
     private final AtomicLong nextId = new AtomicLong(1);
 
     public LiteRtBackend(String modelPath, String cacheDir, int contextTokens) {
@@ -138,6 +150,18 @@ public final class LiteRtBackend implements OamdBackend {
 
     @Override
     public long generate(String prompt, String optionsJson, GenerationSink given) {
+        return converse(0, false, new String[0], new String[0], prompt, optionsJson, given);
+    }
+
+    /**
+     * One generation. {@code continues}: send {@code prompt} to the live conversation named
+     * {@code conversation} (it fails the sink if that one is not live and idle); otherwise drop
+     * the live one and open conversation {@code conversation} with the history ({@code roles}
+     * "user" or "model", {@code texts}) as its initial messages, then send {@code prompt}.
+     * {@code optionsJson} as for {@link #generate}. Returns the id for {@link #cancel}.
+     */
+    public long converse(long conversation, boolean continues, String[] roles, String[] texts,
+            String prompt, String optionsJson, GenerationSink given) {
         // the library's callbacks go through the guard: no null String, nothing after the end
         GenerationSink sink = GuardedSink.wrap(given);
         long id = nextId.getAndIncrement();
@@ -145,50 +169,165 @@ public final class LiteRtBackend implements OamdBackend {
             sink.onError(ErrorCodes.NOT_AVAILABLE, "LiteRT-LM could not load " + modelPath + ": " + loadError, 0);
             return id;
         }
-        Conversation conversation;
+        Call call = new Call(id, sink);
+        if (continues) {
+            Live l;
+            synchronized (lock) {
+                l = live;
+                if (l == null || l.key != conversation || l.busy) l = null;
+                else l.attach(call);
+            }
+            if (l == null) {
+                sink.onError(ErrorCodes.UNKNOWN, "conversation " + conversation + " is not live", 0);
+                return id;
+            }
+            call.live = l;
+            start(call, prompt);
+            return id;
+        }
+        ConversationConfig config;
         try {
-            JSONObject o = new JSONObject(optionsJson);
-            String system = o.optString("systemInstruction", "");
-            SamplerConfig sampler = new SamplerConfig(Math.max(1, o.optInt("topK", 40)), 0.95,
-                    Math.max(0.0, o.optDouble("temperature", 0.8)), o.optInt("seed", 0));
-            int maxOut = o.optInt("maxOutputTokens", 0);
-            // ConversationConfig.maxOutputToken: "the maximum number of output tokens per decode
-            // step" (positive or null for the model's default); SamplerConfig has no such field
-            conversation = engine.createConversation(new ConversationConfig(
-                    system.isEmpty() ? null : Contents.Companion.of(system),
-                    Collections.emptyList(), Collections.emptyList(), sampler, false,
-                    null, Collections.<String, Object>emptyMap(), null, false,
-                    maxOut > 0 ? maxOut : null));
+            config = config(new JSONObject(optionsJson), roles, texts);
         } catch (Throwable ex) {
             sink.onError(ErrorCodes.REQUEST_PROCESSING_ERROR, "bad request: " + ex, 0);
             return id;
         }
-        Call call = new Call(id, conversation, sink);
+        dropLive(); // its close is queued before the open below: never two conversations
         running.put(id, call);
         call.arm();
         try {
-            conversation.sendMessageAsync(prompt, call);
-        } catch (Throwable ex) {
-            call.decodeEnded(); // nothing was started
-            call.finish(() -> sink.onError(ErrorCodes.REQUEST_PROCESSING_ERROR, "bad request: " + ex, 0));
+            lifecycle.execute(() -> open(call, conversation, config, prompt));
+        } catch (Throwable t) { // the backend is closing
+            call.finish(() -> sink.onError(ErrorCodes.NOT_AVAILABLE, "LiteRT-LM is closing", 0), false);
+            call.decodeEnded();
         }
         return id;
     }
 
-    /** One generation: its conversation, its watchdog and the library's callback. */
+    private static ConversationConfig config(JSONObject o, String[] roles, String[] texts) {
+        String system = o.optString("systemInstruction", "");
+        SamplerConfig sampler = new SamplerConfig(Math.max(1, o.optInt("topK", 40)), 0.95,
+                Math.max(0.0, o.optDouble("temperature", 0.8)), o.optInt("seed", 0));
+        int maxOut = o.optInt("maxOutputTokens", 0);
+        List<Message> history = new ArrayList<>();
+        for (int i = 0; i < roles.length; i++) {
+            history.add("model".equals(roles[i]) ? Message.Companion.model(texts[i])
+                    : Message.Companion.user(texts[i]));
+        }
+        // ConversationConfig.maxOutputToken: "the maximum number of output tokens per decode
+        // step" (positive or null for the model's default); SamplerConfig has no such field
+        return new ConversationConfig(system.isEmpty() ? null : Contents.Companion.of(system),
+                history, Collections.emptyList(), sampler, false,
+                null, Collections.<String, Object>emptyMap(), null, false,
+                maxOut > 0 ? maxOut : null);
+    }
+
+    /** On the lifecycle executor, after the close of the conversation it replaces. */
+    private void open(Call call, long key, ConversationConfig config, String prompt) {
+        if (call.ended.get()) return; // cancelled or timed out while waiting its turn
+        Live old;
+        synchronized (lock) { // one opened since this call dropped the live one (a race)
+            old = live;
+            if (old != null) {
+                old.dropped = true;
+                live = null;
+            }
+        }
+        if (old != null) closeWhenDecodeEnded(old); // here: before the create, never after
+        Live l;
+        try {
+            l = new Live(key, engine.createConversation(config));
+        } catch (Throwable ex) {
+            call.finish(() -> call.sink.onError(ErrorCodes.REQUEST_PROCESSING_ERROR, "bad request: " + ex, 0), false);
+            call.decodeEnded();
+            return;
+        }
+        synchronized (lock) {
+            l.attach(call);
+            live = l;
+        }
+        synchronized (call) {
+            call.live = l;
+        }
+        if (call.ended.get()) { // ended while the conversation was being created
+            drop(l);
+            return;
+        }
+        start(call, prompt);
+    }
+
+    private void start(Call call, String prompt) {
+        running.put(call.id, call);
+        call.arm();
+        try {
+            call.live.conversation.sendMessageAsync(prompt, call);
+        } catch (Throwable ex) {
+            call.decodeEnded(); // nothing was started
+            call.finish(() -> call.sink.onError(ErrorCodes.REQUEST_PROCESSING_ERROR, "bad request: " + ex, 0), false);
+            return;
+        }
+        // a cancel that came between attach and send was cleared by the send's new turn
+        if (call.cancelRequested) call.cancelDecode();
+    }
+
+    /** Drops the live conversation, if any. */
+    private void dropLive() {
+        Live l;
+        synchronized (lock) {
+            l = live;
+        }
+        if (l != null) drop(l);
+    }
+
+    /** Drops {@code l} (once): it stops being live and its close is queued (it waits for its
+     *  last decode's end). */
+    private void drop(Live l) {
+        synchronized (lock) {
+            if (l.dropped) return;
+            l.dropped = true;
+            if (live == l) live = null;
+        }
+        try {
+            lifecycle.execute(() -> closeWhenDecodeEnded(l));
+        } catch (Throwable t) { // lifecycle shut down: the backend is closing
+            LOG.log(Level.WARNING, "conversation " + l.key + " left open (closing)", t);
+        }
+    }
+
+    /** The engine's one conversation, kept between generations. Guarded by {@code lock}. */
+    private static final class Live {
+        final long key;
+        final Conversation conversation;
+        /** The latest generation: its decode must have ended before the close. */
+        Call last;
+        boolean busy;
+        boolean dropped;
+
+        Live(long key, Conversation conversation) {
+            this.key = key;
+            this.conversation = conversation;
+        }
+
+        void attach(Call call) {
+            last = call;
+            busy = true;
+        }
+    }
+
+    /** One generation: its watchdog and the library's callback. */
     private final class Call implements MessageCallback {
         final long id;
-        final Conversation conversation;
         final GenerationSink sink;
         final AtomicBoolean ended = new AtomicBoolean(false);
         /** Counted down when the library's last callback for this decode is returning. */
         final CountDownLatch decodeDone = new CountDownLatch(1);
         volatile Thread callbackThread;
+        volatile Live live;
+        volatile boolean cancelRequested;
         private ScheduledFuture<?> watchdog;
 
-        Call(long id, Conversation conversation, GenerationSink sink) {
+        Call(long id, GenerationSink sink) {
             this.id = id;
-            this.conversation = conversation;
             this.sink = sink;
         }
 
@@ -198,17 +337,26 @@ public final class LiteRtBackend implements OamdBackend {
         }
 
         private void fire() {
-            cancelDecode();
+            boolean decoding = cancelDecode();
             finish(() -> sink.onError(ErrorCodes.UNKNOWN,
-                    "no callback for " + watchdogMillis + " ms (watchdog)", 0));
+                    "no callback for " + watchdogMillis + " ms (watchdog)", 0), false);
+            if (!decoding) decodeEnded();
         }
 
-        void cancelDecode() {
+        /** Asks the decode to stop; false when no decode was started (nothing will call back). */
+        boolean cancelDecode() {
+            cancelRequested = true;
+            Live l;
+            synchronized (this) {
+                l = live;
+            }
+            if (l == null) return false;
             try {
-                conversation.cancelProcess();
+                l.conversation.cancelProcess();
             } catch (Throwable t) { // already closed
                 LOG.log(Level.FINE, "cancelProcess", t);
             }
+            return true;
         }
 
         @Override public void onMessage(Message message) {
@@ -219,7 +367,7 @@ public final class LiteRtBackend implements OamdBackend {
 
         @Override public void onDone() {
             try {
-                finish(() -> sink.onDone(null, "STOP"));
+                finish(() -> sink.onDone(null, "STOP"), true);
             } finally {
                 decodeEnded();
             }
@@ -228,7 +376,7 @@ public final class LiteRtBackend implements OamdBackend {
         @Override public void onError(Throwable t) {
             try {
                 int code = t instanceof CancellationException ? ErrorCodes.CANCELLED : ErrorCodes.UNKNOWN;
-                finish(() -> sink.onError(code, String.valueOf(t.getMessage()), 0));
+                finish(() -> sink.onError(code, String.valueOf(t.getMessage()), 0), false);
             } finally {
                 decodeEnded();
             }
@@ -239,50 +387,60 @@ public final class LiteRtBackend implements OamdBackend {
             decodeDone.countDown();
         }
 
-        /** The one terminal call, then the conversation's close queued (never run here). */
-        void finish(Runnable terminal) {
+        /**
+         * The one terminal call. {@code keep}: the conversation stays live and idle, which is
+         * settled before the sink hears of the end; otherwise it is dropped (its close queued,
+         * never run here).
+         */
+        void finish(Runnable terminal, boolean keep) {
             if (!ended.compareAndSet(false, true)) return;
             synchronized (this) {
                 if (watchdog != null) watchdog.cancel(false);
             }
             running.remove(id);
-            try {
-                terminal.run();
-            } finally {
-                scheduleClose(this);
+            Live l = live;
+            if (l != null) {
+                boolean kept = false;
+                if (keep) {
+                    synchronized (lock) {
+                        if (!l.dropped) {
+                            l.busy = false;
+                            kept = true;
+                        }
+                    }
+                }
+                if (!kept) drop(l);
             }
+            terminal.run();
         }
     }
 
-    private void scheduleClose(Call call) {
-        try {
-            closer.execute(() -> closeWhenDecodeEnded(call));
-        } catch (Throwable t) { // closer shut down: the backend is closing
-            LOG.log(Level.WARNING, "conversation " + call.id + " left open (closing)", t);
-        }
-    }
-
-    private static void closeWhenDecodeEnded(Call call) {
+    private static void closeWhenDecodeEnded(Live l) {
+        Call call = l.last;
         try {
             if (!call.decodeDone.await(CLOSE_WAIT_MILLIS, TimeUnit.MILLISECONDS)) {
-                LOG.warning("conversation " + call.id + ": decode still running after "
+                LOG.warning("conversation " + l.key + ": decode still running after "
                         + CLOSE_WAIT_MILLIS + " ms; left open rather than closed under it");
                 return;
             }
             Thread t = call.callbackThread;
             if (t != null && t != Thread.currentThread()) t.join(CALLBACK_SETTLE_MILLIS);
-            call.conversation.close();
+            l.conversation.close();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (Throwable t) {
-            LOG.log(Level.WARNING, "closing conversation " + call.id, t);
+            LOG.log(Level.WARNING, "closing conversation " + l.key, t);
         }
     }
 
     @Override
     public void cancel(long requestId) {
         Call c = running.get(requestId);
-        if (c != null) c.cancelDecode();
+        if (c == null) return;
+        if (!c.cancelDecode()) { // not started yet: no callback will come
+            c.finish(() -> c.sink.onError(ErrorCodes.CANCELLED, "cancelled", 0), false);
+            c.decodeEnded();
+        }
     }
 
     @Override public int countTokens(String text) { return -1; }
@@ -290,8 +448,9 @@ public final class LiteRtBackend implements OamdBackend {
 
     @Override
     public void close() {
-        java.util.List<Call> calls = new java.util.ArrayList<>(running.values());
-        for (Call c : calls) c.cancelDecode();
+        List<Call> calls = new ArrayList<>(running.values());
+        for (Call c : calls) cancel(c.id);
+        dropLive();
         boolean closed = true;
         try {
             // each cancelled decode ends with its terminal callback, which queues its close
@@ -301,8 +460,8 @@ public final class LiteRtBackend implements OamdBackend {
                 closed &= c.decodeDone.await(Math.max(0, left), TimeUnit.NANOSECONDS);
             }
             timers.shutdownNow();
-            closer.shutdown(); // queued closes still run
-            closed &= closer.awaitTermination(CLOSE_WAIT_MILLIS + 1_000, TimeUnit.MILLISECONDS);
+            lifecycle.shutdown(); // queued closes still run; queued opens see their call ended
+            closed &= lifecycle.awaitTermination(CLOSE_WAIT_MILLIS + 1_000, TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             closed = false;

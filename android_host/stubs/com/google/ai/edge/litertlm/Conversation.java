@@ -9,25 +9,38 @@ import java.util.concurrent.atomic.AtomicBoolean;
 // closed, as the real ones do). The behaviour is a fake: the reply is decoded on its own thread,
 // which calls back; a cancelled decode keeps running FakeLiteRtLm.cancelLagMillis before its
 // onError(CancellationException), as a native decode finishing its current step would; close()
-// records a violation when it runs inside a callback or while a decode is still running.
+// records a violation when it runs inside a callback or while a decode is still running, and so
+// does a message sent while a decode is running. The history (what was prefilled, what the model
+// said, a cancelled reply's part included) is recorded in FakeLiteRtLm.
 public final class Conversation implements AutoCloseable {
     private final AtomicBoolean alive = new AtomicBoolean(true);
     private volatile boolean cancelled;
     private volatile boolean decoding;
     private volatile Thread decoder;
     private volatile boolean inCallback;
+    private final List<String> transcript;
 
-    Conversation() {}
+    Conversation(ConversationConfig config) {
+        transcript = FakeLiteRtLm.open(config);
+        FakeLiteRtLm.created.incrementAndGet();
+        FakeLiteRtLm.alive.incrementAndGet();
+    }
 
     public boolean isAlive() { return alive.get(); }
 
     public void sendMessageAsync(String text, MessageCallback callback) {
         checkIsAlive();
         if (text.isEmpty()) throw new IllegalStateException("content is empty");
-        final List<String> reply = FakeLiteRtLm.reply;
+        if (decoding) FakeLiteRtLm.violation("sendMessageAsync while a decode is running");
+        cancelled = false; // as SessionBasic: a new turn clears the last cancel
+        FakeLiteRtLm.prefill(transcript, "user", text);
+        final List<String> reply = FakeLiteRtLm.nextReply();
         final boolean hang = FakeLiteRtLm.hang;
+        final String fail = FakeLiteRtLm.failNext;
+        FakeLiteRtLm.failNext = null;
         decoding = true;
         Thread t = new Thread(() -> {
+            StringBuilder said = new StringBuilder();
             try {
                 if (hang) {
                     // LiteRT-LM#3266: no callback at all until cancelled
@@ -36,13 +49,18 @@ public final class Conversation implements AutoCloseable {
                     for (String chunk : reply) {
                         sleep(FakeLiteRtLm.chunkMillis);
                         if (cancelled) break;
+                        said.append(chunk);
                         call(() -> callback.onMessage(new Message(chunk)));
                     }
                 }
+                transcript.add("model: " + said);
                 if (cancelled) {
                     sleep(FakeLiteRtLm.cancelLagMillis);
                     decoding = false;
                     call(() -> callback.onError(new CancellationException("cancelled")));
+                } else if (fail != null) {
+                    decoding = false;
+                    call(() -> callback.onError(new IllegalStateException(fail)));
                 } else {
                     decoding = false;
                     call(callback::onDone);
@@ -83,6 +101,7 @@ public final class Conversation implements AutoCloseable {
         if (Thread.currentThread() == decoder) FakeLiteRtLm.violation("close() inside its own callback");
         else if (inCallback) FakeLiteRtLm.violation("close() while its callback is running");
         if (decoding) FakeLiteRtLm.violation("close() while a decode is running");
+        FakeLiteRtLm.alive.decrementAndGet();
         FakeLiteRtLm.closed.incrementAndGet();
     }
 

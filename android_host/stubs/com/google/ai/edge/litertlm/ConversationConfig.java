@@ -10,6 +10,7 @@ public final class ConversationConfig {
     private final SamplerConfig samplerConfig;
     private final boolean automaticToolCalling;
     private final Integer maxOutputToken;
+    private final List<Message> initialMessages;
     public ConversationConfig(Contents systemInstruction, List<Message> initialMessages, List<ToolProvider> tools, SamplerConfig samplerConfig, boolean automaticToolCalling) {
         this(systemInstruction, initialMessages, tools, samplerConfig, automaticToolCalling, null, java.util.Collections.<String, Object>emptyMap(), null, false, null);
     }
@@ -18,6 +19,7 @@ public final class ConversationConfig {
             throw new IllegalArgumentException("maxOutputToken must be positive or null (use the default from model or engine).");
         }
         this.systemInstruction = systemInstruction;
+        this.initialMessages = new java.util.ArrayList<>(initialMessages);
         this.samplerConfig = samplerConfig;
         this.automaticToolCalling = automaticToolCalling;
         this.maxOutputToken = maxOutputToken;
@@ -26,4 +28,5 @@ public final class ConversationConfig {
     public SamplerConfig getSamplerConfig() { return samplerConfig; }
     public boolean getAutomaticToolCalling() { return automaticToolCalling; }
     public Integer getMaxOutputToken() { return maxOutputToken; }
+    public List<Message> getInitialMessages() { return initialMessages; }
 }

@@ -14,8 +14,12 @@ public final class Engine implements AutoCloseable {
     }
     public Conversation createConversation(ConversationConfig config) {
         if (!initialized) throw new IllegalStateException("Engine is not initialized.");
+        if (FakeLiteRtLm.alive.get() > 0) {
+            FakeLiteRtLm.violation("a second conversation while one is alive");
+            throw new IllegalStateException("FAILED_PRECONDITION: A session already exists. Only one session is supported at a time.");
+        }
         FakeLiteRtLm.conversationConfig = config;
-        return new Conversation();
+        return new Conversation(config);
     }
     @Override public void close() {
         if (!initialized) throw new IllegalStateException("Engine is not initialized.");
