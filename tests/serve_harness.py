@@ -11,7 +11,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,12 +133,14 @@ async def serve(
     tcp: bool = True,
     test_methods: bool = True,
     directory: str | None = None,
+    command: Sequence[str] = OAMD,
 ) -> AsyncIterator[Daemon]:
-    """Starts ``oamd serve`` (Unix socket ``s`` in a short private dir, TCP ``127.0.0.1:0``)."""
+    """Starts ``oamd serve`` (Unix socket ``s`` in a short private dir, TCP ``127.0.0.1:0``);
+    ``command`` runs another oamd, e.g. the shipped executable."""
     with contextlib.ExitStack() as stack:
         where = directory or stack.enter_context(short_dir())
         argv = [
-            *OAMD,
+            *command,
             "serve",
             "--ready-file",
             os.path.join(where, "ready.json"),

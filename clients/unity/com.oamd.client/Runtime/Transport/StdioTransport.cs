@@ -1,0 +1,123 @@
+// StdioTransport: spawns `oamd stdio` as a child process and speaks the protocol over its stdin/stdout.
+// No shell, no window; stdin carries UTF-8 without a byte order mark (the daemon refuses a BOM); stderr,
+// the daemon's log, is drained on its own thread so a chatty log can never fill the pipe and stall the
+// daemon. Dispose closes stdin (the daemon then answers what it received and exits 0), waits
+// ExitTimeout, and kills it if it is still running. Desktop platforms only (Process.Start).
+
+using System;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.IO;
+using System.Text;
+
+namespace Oamd
+{
+    public sealed class StdioTransport : LineTransport
+    {
+        const int KeptLogLines = 20;
+
+        readonly Process _process;
+        readonly OamdProcessOptions _options;
+        readonly Queue<string> _recentLog = new Queue<string>();
+        int _disposed;
+
+        StdioTransport(Process process, OamdProcessOptions options)
+            : base(process.StandardOutput.BaseStream, process.StandardInput.BaseStream)
+        {
+            _process = process;
+            _options = options;
+        }
+
+        /// <summary>The daemon's process id.</summary>
+        public int ProcessId { get { return _process.Id; } }
+
+        /// <summary>Starts the daemon. Raises FileNotFoundException when the executable is missing,
+        /// Win32Exception when it cannot be run (not executable, wrong platform).</summary>
+        public static StdioTransport Start(OamdProcessOptions options)
+        {
+            if (options == null || string.IsNullOrEmpty(options.ExecutablePath))
+                throw new ArgumentException("OamdProcessOptions.ExecutablePath is required.");
+            string exe = Path.GetFullPath(options.ExecutablePath);
+            if (!File.Exists(exe))
+                throw new FileNotFoundException("The oamd executable is not at " + exe + " (copy dist/oamd/ there).", exe);
+            var info = new ProcessStartInfo(exe, options.CommandLine())
+            {
+                UseShellExecute = false,
+                CreateNoWindow = true,
+                RedirectStandardInput = true,
+                RedirectStandardOutput = true,
+                RedirectStandardError = true,
+                WorkingDirectory = options.WorkingDirectory ?? Path.GetDirectoryName(exe),
+                StandardOutputEncoding = new UTF8Encoding(false),
+                StandardErrorEncoding = new UTF8Encoding(false),
+            };
+            SetInputEncoding(info);
+            foreach (var kv in options.Environment) info.EnvironmentVariables[kv.Key] = kv.Value;
+            var process = new Process { StartInfo = info, EnableRaisingEvents = true };
+            process.Start();
+            var transport = new StdioTransport(process, options);
+            process.ErrorDataReceived += (sender, e) => { if (e.Data != null) transport.Log(e.Data); };
+            process.BeginErrorReadLine();
+            return transport;
+        }
+
+        static void SetInputEncoding(ProcessStartInfo info)
+        {
+            // A StreamWriter over the stdin pipe with Encoding.UTF8 writes a BOM as soon as it is
+            // created, and the daemon refuses the first line then. StandardInputEncoding exists on
+            // Mono and .NET Core but not in every .NET Standard 2.0 profile Unity compiles against,
+            // hence reflection; the lines themselves are written to the BaseStream as UTF-8 bytes.
+            var property = typeof(ProcessStartInfo).GetProperty("StandardInputEncoding");
+            if (property != null && property.CanWrite) property.SetValue(info, new UTF8Encoding(false), null);
+        }
+
+        void Log(string line)
+        {
+            lock (_recentLog)
+            {
+                _recentLog.Enqueue(line);
+                while (_recentLog.Count > KeptLogLines) _recentLog.Dequeue();
+            }
+            var sink = _options.OnLogLine;
+            if (sink == null) return;
+            try { sink(line); }
+            catch (Exception) { /* a broken log sink must not stop the drain, or the daemon blocks on stderr */ }
+        }
+
+        /// <summary>The daemon's last log lines (stderr), oldest first.</summary>
+        public string[] RecentLog()
+        {
+            lock (_recentLog) return _recentLog.ToArray();
+        }
+
+        public override string CloseReason
+        {
+            get
+            {
+                if (_disposed != 0) return "The client closed the connection.";
+                string status = "The oamd process closed its output";
+                try { if (_process.WaitForExit(1000)) status = "oamd exited with code " + _process.ExitCode; }
+                catch (InvalidOperationException) { /* disposed meanwhile */ }
+                string[] log = RecentLog();
+                return log.Length == 0 ? status + "." : status + "; its last log line: " + log[log.Length - 1];
+            }
+        }
+
+        public override void Dispose()
+        {
+            if (System.Threading.Interlocked.Exchange(ref _disposed, 1) != 0) return;
+            try { _process.StandardInput.Close(); } catch (Exception) { /* already gone */ }
+            try
+            {
+                if (!_process.WaitForExit((int)_options.ExitTimeout.TotalMilliseconds))
+                {
+                    _process.Kill();
+                    _process.WaitForExit();
+                }
+            }
+            catch (InvalidOperationException) { /* exited meanwhile */ }
+            catch (System.ComponentModel.Win32Exception) { /* exited meanwhile */ }
+            _process.Dispose();
+        }
+    }
+}

@@ -1,0 +1,39 @@
+// Just enough of UnityEngine for mcs to compile the package's UNITY_5_3_OR_NEWER code and the sample
+// outside Unity (tests/test_unity_package.py). Never shipped; the signatures match UnityEngine's.
+
+using System;
+
+namespace UnityEngine
+{
+    public class Object { }
+    public class Component : Object { }
+    public class Behaviour : Component { }
+    public class MonoBehaviour : Behaviour { }
+
+    public class GameObject : Object
+    {
+        public void SetActive(bool value) { }
+    }
+
+    public static class Debug
+    {
+        public static void Log(object message) { }
+        public static void LogError(object message) { }
+        public static void LogException(Exception exception) { }
+    }
+
+    public static class Application
+    {
+        public static string streamingAssetsPath { get { return "StreamingAssets"; } }
+    }
+
+    public sealed class TooltipAttribute : Attribute
+    {
+        public TooltipAttribute(string tooltip) { }
+    }
+
+    public sealed class AddComponentMenu : Attribute
+    {
+        public AddComponentMenu(string menuName) { }
+    }
+}
