@@ -37,6 +37,10 @@ AUTH_ID = "conformance-auth"
 
 
 def default_command() -> str:
+    """``oamd stdio`` from the running installation: in the self-contained executable
+    (PyInstaller sets ``sys.frozen``) ``sys.executable`` is ``oamd`` itself, not an interpreter."""
+    if getattr(sys, "frozen", False):
+        return f"{shlex.quote(sys.executable)} stdio"
     return f"{shlex.quote(sys.executable)} -m oamd stdio"
 
 
