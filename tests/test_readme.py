@@ -46,3 +46,51 @@ async def test_the_guard_and_gate_snippet_opens_the_gate_and_the_guard_answers(c
     assert reply.text == 'The gate answers: {"opened":true}'
     printed = capsys.readouterr().out
     assert printed == f"{reply.text}\n{{'opened': True}} · {reply.usage.total_tokens} tokens\n"
+
+
+def block(marker: str, language: str) -> str:
+    after = README.read_text(encoding="utf-8").split(marker, 1)[1]
+    match = re.match(rf"\s*```{language}\n(.*?)```", after, re.DOTALL)
+    assert match, f"a {language} block must follow {marker}"
+    return match.group(1)
+
+
+def test_the_unity_hello_world_compiles_against_the_package(tmp_path):
+    from test_unity_package import UNITY, compile_cs, runtime_sources
+
+    body = block(
+        "<!-- unity-hello: tests/test_readme.py compiles this block with mcs -->", "csharp"
+    )
+    assert len([line for line in body.splitlines() if line.strip()]) <= 12
+    source = tmp_path / "Hello.cs"
+    source.write_text(
+        "using Oamd;\nusing UnityEngine;\n"
+        "public sealed class Hello : MonoBehaviour {\n"
+        "    public GameObject gate;\n"
+        f"    async void Start() {{\n{body}    }}\n}}\n",
+        encoding="utf-8",
+    )
+    compile_cs(
+        tmp_path / "Hello.dll",
+        *runtime_sources(),
+        UNITY / "smoke" / "UnityEngineStub.cs",
+        source,
+        library=True,
+        define="UNITY_5_3_OR_NEWER",
+    )
+
+
+def test_the_godot_hello_world_parses_and_lints():
+    from gdtoolkit.linter import lint_code
+    from gdtoolkit.parser import parser
+
+    body = block(
+        "<!-- godot-hello: tests/test_readme.py parses and lints this block -->", "gdscript"
+    )
+    assert len([line for line in body.splitlines() if line.strip()]) <= 12
+    parser.parse(body)
+    assert lint_code(body) == []
+    # every addon call the block makes is a function (or property) the autoload defines
+    addon = (README.parent / "clients/godot/addons/oamd/oamd.gd").read_text(encoding="utf-8")
+    for name in set(re.findall(r"Oamd\.(\w+)", body)):
+        assert re.search(rf"^(func|var) {name}\b", addon, re.MULTILINE), name
