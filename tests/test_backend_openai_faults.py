@@ -26,6 +26,10 @@ pytestmark = pytest.mark.anyio
 STEP_TIMEOUT_SECONDS = 0.3
 """The spec's ``timeout`` (longest silence in a response): a stall fails within a second."""
 
+STEP_DEADLINE_SECONDS = 0.8
+"""The spec's ``deadline`` (longest a step takes in all): a server that keeps sending without
+finishing fails within a second."""
+
 LOOPS = {"envelope": "me", "native": "vllm"}
 """Tool loop → the ``owned_by`` that selects it."""
 
@@ -36,6 +40,8 @@ EXPECTED = {
     "http_429": (-32005, "rate_limited"),
     "stall": (-32012, "generation_failed"),
     "stall_mid_stream": (-32012, "generation_failed"),
+    "keep_alive_for_ever": (-32012, "generation_failed"),
+    "trickle_for_ever": (-32012, "generation_failed"),
     "stream_cut_mid_token": (-32012, "generation_failed"),
     "stream_ended_early": (-32012, "generation_failed"),
     "stream_interrupted": (-32012, "generation_failed"),
@@ -64,7 +70,9 @@ def test_every_fault_has_its_expected_error():
 async def session_on(loop: str) -> AsyncIterator[tuple[FaultServer, Client]]:
     """A daemon whose system model is a fault server's, with session ``inn`` created."""
     async with running(LOOPS[loop]) as (server, url):
-        model = model_from_spec(f"openai:{url}?timeout={STEP_TIMEOUT_SECONDS}")
+        model = model_from_spec(
+            f"openai:{url}?timeout={STEP_TIMEOUT_SECONDS}&deadline={STEP_DEADLINE_SECONDS}"
+        )
         try:
             async with memory_daemon(default_config(model)) as client:
                 await client.request("initialize", {"protocolVersion": "1.0"})
@@ -151,3 +159,17 @@ async def test_a_stall_fails_once_the_step_timeout_passes_on_every_attempt():
         server.completions == 2
     )  # the session's two attempts (maxAttempts), each cut at the timeout
     assert waited < 3 * STEP_TIMEOUT_SECONDS + 1
+
+
+@pytest.mark.parametrize("fault", ["keep_alive_for_ever", "trickle_for_ever"])
+async def test_a_server_that_keeps_sending_fails_the_step_at_its_deadline(fault):
+    async with session_on("envelope") as (server, client):
+        with anyio.fail_after(10):
+            server.fault = FAULTS[fault]
+            started = anyio.current_time()
+            failed = await client.call("session/respond", {"session": "inn", "prompt": "Hello?"})
+            waited = anyio.current_time() - started
+    assert failed["error"]["data"]["code"] == "generation_failed"
+    assert f"within {STEP_DEADLINE_SECONDS:g} s" in failed["error"]["message"]
+    assert server.completions == 2  # both attempts, each cut at the deadline, not the timeout
+    assert 2 * STEP_DEADLINE_SECONDS <= waited < 2 * STEP_DEADLINE_SECONDS + 1.5

@@ -3,8 +3,10 @@ an error body, and the payloads of a server-sent event stream.
 
 ``oamd.backends.openai`` owns the exchange and calls these; what the payloads mean is
 ``oamd.backends._openai_wire``'s. Guarantees: nothing here holds more than its limit of a
-response (a misbehaving server cannot fill memory), lines end only where the SSE format says
-(CR, LF, CRLF), and every malformed body is a ``ModelError`` (``generation_failed``).
+response (a misbehaving server cannot fill memory), nor reads past the step's ``Deadline`` (a
+server that keeps sending — keep-alive comments, tokens past ``max_tokens`` — cannot hold a turn
+for ever; a silent one is the read timeout's), lines end only where the SSE format says (CR, LF,
+CRLF), and every malformed body is a ``ModelError`` (``generation_failed``).
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import httpx
 import orjson
 
@@ -23,6 +27,7 @@ __all__ = [
     "MAX_ERROR_BODY_BYTES",
     "MAX_EVENT_LINE_CHARS",
     "MAX_RESPONSE_BYTES",
+    "Deadline",
     "decode_json",
     "read_capped",
     "read_whole",
@@ -40,6 +45,25 @@ MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """Largest whole (not streamed) response read; past it the step fails ``generation_failed``."""
 
 
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """When a step's reading must be over, checked at every read from the server."""
+
+    at: float
+    seconds: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(anyio.current_time() + seconds, seconds)
+
+    def check(self) -> None:
+        if anyio.current_time() > self.at:
+            raise ModelError(
+                "generation_failed",
+                f"The model server did not finish the step within {self.seconds:g} s.",
+            )
+
+
 def decode_json(content: bytes) -> dict[str, Any]:
     """A body or event payload that must be a JSON object; anything else fails the step."""
     try:
@@ -51,11 +75,12 @@ def decode_json(content: bytes) -> dict[str, Any]:
     return value
 
 
-async def read_capped(response: httpx.Response) -> bytes:
+async def read_capped(response: httpx.Response, deadline: Deadline) -> bytes:
     """The first ``MAX_ERROR_BODY_BYTES`` of an error response (enough to quote it)."""
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():
+        deadline.check()
         chunks.append(chunk)
         size += len(chunk)
         if size >= MAX_ERROR_BODY_BYTES:
@@ -63,20 +88,22 @@ async def read_capped(response: httpx.Response) -> bytes:
     return b"".join(chunks)[:MAX_ERROR_BODY_BYTES]
 
 
-async def read_whole(response: httpx.Response) -> bytes:
-    """A whole response body, at most ``MAX_RESPONSE_BYTES``.
+async def read_whole(
+    response: httpx.Response, deadline: Deadline, limit: int = MAX_RESPONSE_BYTES
+) -> bytes:
+    """A whole response body, at most ``limit`` bytes.
 
     Raises:
-        ModelError: the body is larger (``generation_failed``).
+        ModelError: the body is larger, or the deadline passed (``generation_failed``).
     """
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():
+        deadline.check()
         size += len(chunk)
-        if size > MAX_RESPONSE_BYTES:
+        if size > limit:
             raise ModelError(
-                "generation_failed",
-                f"The model server's response is larger than {MAX_RESPONSE_BYTES} bytes.",
+                "generation_failed", f"The model server's response is larger than {limit} bytes."
             )
         chunks.append(chunk)
     return b"".join(chunks)
@@ -85,7 +112,7 @@ async def read_whole(response: httpx.Response) -> bytes:
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
-async def _lines(response: httpx.Response) -> AsyncIterator[str]:
+async def _lines(response: httpx.Response, deadline: Deadline) -> AsyncIterator[str]:
     """An event stream's lines, ended by CR, LF or CRLF only, as the SSE format says (a JSON
     string may hold U+2028 or U+0085 unescaped, where ``str.splitlines`` would cut the line).
 
@@ -96,6 +123,7 @@ async def _lines(response: httpx.Response) -> AsyncIterator[str]:
     size = 0
     after_cr = False
     async for text in response.aiter_text():
+        deadline.check()
         if after_cr and text.startswith("\n"):
             text = text[1:]  # the LF of a CRLF that two reads split
         after_cr = text.endswith("\r")
@@ -117,12 +145,14 @@ async def _lines(response: httpx.Response) -> AsyncIterator[str]:
         yield "".join(parts)
 
 
-async def sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+async def sse_payloads(
+    response: httpx.Response, deadline: Deadline
+) -> AsyncIterator[dict[str, Any]]:
     """The JSON payloads of a server-sent event stream, until ``[DONE]`` or its end (neither
     says the answer is whole: a ``finish_reason`` does)."""
     data: list[str] = []
     event = ""
-    async with aclosing(_lines(response)) as lines:
+    async with aclosing(_lines(response, deadline)) as lines:
         async for line in lines:
             if line.startswith(":"):
                 continue  # a comment (keep-alive)

@@ -122,6 +122,11 @@ class WireOptions:
     """Ask for a final usage chunk (``stream_options.include_usage``)."""
     max_output_tokens: int | None = None
     """The server's own output limit (spec option ``max_output``): no step asks for more."""
+    output_cap_field: str = "max_tokens"
+    """The member the output cap goes in: ``max_completion_tokens`` once a server refused
+    ``max_tokens`` (``oamd.backends._openai_refusals``)."""
+    omitted: frozenset[str] = frozenset()
+    """Sampling members the server refused, left out of every request since."""
 
 
 # ---- requests ---------------------------------------------------------------------------------
@@ -222,7 +227,9 @@ def chat_body(request: GenerationRequest, options: WireOptions, *, stream: bool)
             body["top_p"] = sampling.top_p
     if sampling.seed is not None:
         body["seed"] = sampling.seed
-    body["max_tokens"] = output_cap(request, options.max_output_tokens)
+    body[options.output_cap_field] = output_cap(request, options.max_output_tokens)
+    for member in options.omitted:
+        body.pop(member, None)
     return body
 
 

@@ -24,10 +24,12 @@ usable server settles nothing: the turns waiting for it fail (``model_unavailabl
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -35,7 +37,14 @@ import anyio
 import httpx
 import orjson
 
-from oamd.backends._openai_body import decode_json, read_capped, read_whole, sse_payloads
+from oamd.backends._openai_body import (
+    Deadline,
+    decode_json,
+    read_capped,
+    read_whole,
+    sse_payloads,
+)
+from oamd.backends._openai_refusals import MAX_LEARNT_PER_STEP, learn_refusal
 from oamd.backends._openai_wire import (
     JsonMode,
     StreamDecoder,
@@ -51,8 +60,11 @@ from oamd.backends.base import (
     ModelCapabilities,
 )
 from oamd.errors import ModelError
+from oamd.log import get_logger
 
 __all__ = ["OpenAIModel", "ServerProfile"]
+
+log = get_logger("oamd.backends.openai")
 
 API_KEY_VARIABLES = ("OAMD_OPENAI_API_KEY", "OPENAI_API_KEY")
 """Environment variables read, in order, for the ``Authorization: Bearer`` key."""
@@ -64,8 +76,16 @@ READ_TIMEOUT_SECONDS = 120.0
 """Longest silence between two chunks of a response (a slow CPU evaluating a long prompt);
 past it the step fails ``generation_failed``. Spec option ``timeout``."""
 
+STEP_DEADLINE_SECONDS = 600.0
+"""Longest one step may take in all, however steadily the server sends (keep-alive comments, a
+trickle of tokens past ``max_tokens``); past it the step fails ``generation_failed``. Spec
+option ``deadline``."""
+
 PROBE_TIMEOUT_SECONDS = 5.0
 """Time the probe gives ``GET /models``; past it the server counts as unavailable."""
+
+MAX_MODELS_BYTES = 1024 * 1024
+"""Largest ``GET /models`` body read; a longer one counts as listing no model."""
 
 DEFAULT_CONTEXT_SIZE = 4096
 """Context assumed when neither the spec (``ctx``) nor the server says; conservative, since the
@@ -106,7 +126,7 @@ _JSON_OPTIONS: dict[str, JsonMode] = {
     "none": "none",
 }
 _SWITCH_OPTIONS = {"on": True, "off": False}
-SPEC_OPTIONS = ("tools", "json", "ctx", "max_output", "timeout", "top_k", "usage")
+SPEC_OPTIONS = ("tools", "json", "ctx", "max_output", "timeout", "deadline", "top_k", "usage")
 
 
 _STATUS_TOO_MANY_REQUESTS = 429
@@ -167,6 +187,7 @@ class OpenAIModel(LanguageModel):
         context_size: int | None = None,
         max_output_tokens: int | None = None,
         read_timeout: float = READ_TIMEOUT_SECONDS,
+        step_deadline: float = STEP_DEADLINE_SECONDS,
         sampling_extensions: bool | None = None,
         include_usage: bool = True,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -180,6 +201,10 @@ class OpenAIModel(LanguageModel):
         self._max_output_tokens = max_output_tokens
         self._sampling_extensions = sampling_extensions
         self._include_usage = include_usage
+        self._step_deadline = step_deadline
+        self._learnt = WireOptions(model="")
+        """What the server refused so far (output cap name, omitted members): kept when a
+        new probe re-applies a profile."""
         self.profile = UNPROBED
         self._probe: _Probe | None = None
         self._known: Availability | None = None
@@ -205,7 +230,7 @@ class OpenAIModel(LanguageModel):
         Options: ``tools=native|envelope`` (the tool loop), ``json=json_object|json_schema|none``
         (how a schema constrains output), ``ctx=<tokens>`` (context size), ``max_output=<tokens>``
         (the most output any step asks for), ``timeout=<seconds>`` (longest silence in a
-        response), ``top_k=on|off`` (send llama.cpp's ``top_k``), ``usage=on|off`` (ask for
+        response), ``deadline=<seconds>`` (longest a step may take in all), ``top_k=on|off`` (send llama.cpp's ``top_k``), ``usage=on|off`` (ask for
         ``stream_options.include_usage``). Example:
         ``http://127.0.0.1:8080/v1#smollm2?tools=native&json=json_object``. The API key comes
         from ``OAMD_OPENAI_API_KEY`` or ``OPENAI_API_KEY`` when set. With ``#<model>``, ``tools``,
@@ -244,6 +269,8 @@ class OpenAIModel(LanguageModel):
             sampling_extensions=extensions,
             include_usage=self._include_usage,
             max_output_tokens=self._max_output_tokens,
+            output_cap_field=self._learnt.output_cap_field,
+            omitted=self._learnt.omitted,
         )
         self.capabilities = ModelCapabilities(
             native_tools=native,
@@ -313,7 +340,15 @@ class OpenAIModel(LanguageModel):
 
     async def _ask_models(self) -> _ProbeOutcome:
         try:
-            response = await self._client.get("models", timeout=PROBE_TIMEOUT_SECONDS)
+            async with self._client.stream(
+                "GET", "models", timeout=PROBE_TIMEOUT_SECONDS
+            ) as response:
+                try:
+                    listed = await read_whole(
+                        response, Deadline.after(PROBE_TIMEOUT_SECONDS), MAX_MODELS_BYTES
+                    )
+                except ModelError:
+                    listed = b""  # longer than a model list has any reason to be, or too slow
         except httpx.TimeoutException:
             return self._unavailable(f"{self.base_url} did not answer GET /models in time.")
         except httpx.TransportError as exc:
@@ -327,7 +362,7 @@ class OpenAIModel(LanguageModel):
         if status == _STATUS_TOO_MANY_REQUESTS or status >= 500:
             # an overloaded or failing server says nothing about its kind: adopting the generic
             # profile now would keep the wrong loop for good
-            error = error_from_response(status, response.headers, response.content)
+            error = error_from_response(status, response.headers, listed)
             return _ProbeOutcome(
                 Availability(
                     available=False,
@@ -340,7 +375,7 @@ class OpenAIModel(LanguageModel):
         entries: list[dict[str, Any]] = []
         if response.is_success:
             try:
-                data = orjson.loads(response.content).get("data")
+                data = orjson.loads(listed).get("data")
             except (orjson.JSONDecodeError, AttributeError):
                 data = None
             if isinstance(data, list):
@@ -386,8 +421,9 @@ class OpenAIModel(LanguageModel):
 
     async def _generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
         decoder = StreamDecoder("\n".join(m.content for m in request.messages))
+        deadline = Deadline.after(self._step_deadline)
         try:
-            async with aclosing(self._exchange(request, decoder, stream=True)) as events:
+            async with aclosing(self._exchange(request, decoder, deadline, stream=True)) as events:
                 async for event in events:
                     yield event
             if not decoder.started:
@@ -395,10 +431,11 @@ class OpenAIModel(LanguageModel):
                 # (llama-cpp-python drops one raised after it sent its headers, such as a prompt
                 # beyond its context, then closes the connection): asked again unstreamed, on a
                 # fresh connection if the pooled one turns out dropped, it answers with it.
+                again = partial(self._exchange, request, decoder, deadline, stream=False)
                 try:
-                    whole = [e async for e in self._exchange(request, decoder, stream=False)]
+                    whole = [e async for e in again()]
                 except (httpx.ReadError, httpx.RemoteProtocolError):
-                    whole = [e async for e in self._exchange(request, decoder, stream=False)]
+                    whole = [e async for e in again()]
                 for event in whole:
                     yield event
         except httpx.ConnectError as exc:
@@ -420,26 +457,47 @@ class OpenAIModel(LanguageModel):
             yield event
 
     async def _exchange(
-        self, request: GenerationRequest, decoder: StreamDecoder, *, stream: bool
+        self,
+        request: GenerationRequest,
+        decoder: StreamDecoder,
+        deadline: Deadline,
+        *,
+        stream: bool,
     ) -> AsyncIterator[GenerationEvent]:
-        """One ``POST /chat/completions``: the events of its chunks as they arrive."""
-        body = orjson.dumps(chat_body(request, self._wire, stream=stream))
-        async with self._client.stream(
-            "POST", "chat/completions", content=body, headers=_JSON
-        ) as response:
-            if not response.is_success:
-                raise error_from_response(
-                    response.status_code, response.headers, await read_capped(response)
-                )
-            if response.headers.get("content-type", "").startswith("text/event-stream"):
-                async with aclosing(sse_payloads(response)) as payloads:
-                    async for payload in payloads:
-                        for event in decoder.feed(payload):
-                            yield event
-            else:  # a whole response, asked for or not
-                for event in decoder.feed(decode_json(await read_whole(response))):
-                    yield event
-                decoder.end()
+        """One ``POST /chat/completions``: the events of its chunks as they arrive. A request
+        member the server refuses by name is left out and the request sent again (at most
+        ``MAX_LEARNT_PER_STEP`` times; ``oamd.backends._openai_refusals``)."""
+        for attempt in range(MAX_LEARNT_PER_STEP + 1):
+            body = orjson.dumps(chat_body(request, self._wire, stream=stream))
+            async with self._client.stream(
+                "POST", "chat/completions", content=body, headers=_JSON
+            ) as response:
+                if not response.is_success:
+                    content = await read_capped(response, deadline)
+                    learnt = learn_refusal(self._wire, response.status_code, content)
+                    if learnt is not None and attempt < MAX_LEARNT_PER_STEP:
+                        self._learn(learnt)
+                        continue
+                    raise error_from_response(response.status_code, response.headers, content)
+                if response.headers.get("content-type", "").startswith("text/event-stream"):
+                    async with aclosing(sse_payloads(response, deadline)) as payloads:
+                        async for payload in payloads:
+                            for event in decoder.feed(payload):
+                                yield event
+                else:  # a whole response, asked for or not
+                    for event in decoder.feed(decode_json(await read_whole(response, deadline))):
+                        yield event
+                    decoder.end()
+                return
+
+    def _learn(self, wire: WireOptions) -> None:
+        log.info(
+            "openai_refusal_learnt",
+            server=self.base_url,
+            output_cap=wire.output_cap_field,
+            omitted=sorted(wire.omitted),
+        )
+        self._wire = self._learnt = wire
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -469,13 +527,9 @@ def _parse_options(query: str) -> dict[str, Any]:
         elif key == "max_output":
             options["max_output_tokens"] = _positive_int(key, value)
         elif key == "timeout":
-            try:
-                seconds = float(value)
-            except ValueError:
-                seconds = -1.0
-            if not seconds > 0:
-                raise ValueError(f"openai: option 'timeout' must be seconds > 0; got {value!r}")
-            options["read_timeout"] = seconds
+            options["read_timeout"] = _seconds(key, value)
+        elif key == "deadline":
+            options["step_deadline"] = _seconds(key, value)
         elif key == "top_k":
             options["sampling_extensions"] = _choice(key, value, _SWITCH_OPTIONS)
         elif key == "usage":
@@ -485,6 +539,16 @@ def _parse_options(query: str) -> dict[str, Any]:
                 f"openai: unknown option {key!r}; known options: {', '.join(SPEC_OPTIONS)}"
             )
     return options
+
+
+def _seconds(key: str, value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < math.inf:
+        raise ValueError(f"openai: option {key!r} must be seconds > 0; got {value!r}")
+    return seconds
 
 
 def _choice(key: str, value: str, allowed: Mapping[str, Any]) -> Any:

@@ -1,6 +1,6 @@
 """An OpenAI-compatible server on 127.0.0.1 that plays one fault on every chat completion until
 the test clears it, then answers normally: HTTP errors, a stall, a stream cut mid-token, ended
-early or interrupted, junk JSON and junk server-sent events, a connection closed before or
+early or interrupted, kept alive or trickled past every deadline, junk JSON and junk server-sent events, a connection closed before or
 during the answer.
 
 Built on ``fake_http`` (anyio sockets, one request per connection, ``Connection: close``, so
@@ -79,6 +79,22 @@ async def _stall_mid_stream(stream: SocketStream) -> None:
     await anyio.sleep_forever()
 
 
+async def _keep_alive_for_ever(stream: SocketStream) -> None:
+    # inside every read timeout, never an answer: only the step's deadline ends it
+    await stream.send(_STREAM_HEAD)
+    while True:
+        await stream.send(fake_http.chunk(b": keep-alive\n\n"))
+        await anyio.sleep(0.05)
+
+
+async def _trickle_for_ever(stream: SocketStream) -> None:
+    # a server that ignores max_tokens and never finishes
+    await stream.send(_STREAM_HEAD)
+    while True:
+        await stream.send(_event(_delta("la ")))
+        await anyio.sleep(0.05)
+
+
 async def _cut_mid_token(stream: SocketStream) -> None:
     await stream.send(_STREAM_HEAD + _event(_delta("Welc")))
     await stream.send(fake_http.chunk(b'data: {"choices":[{"index":0,"delta":{"content":"om'))
@@ -130,6 +146,8 @@ FAULTS: dict[str, Fault] = {
     "http_429": _status(429, b'{"error": {"message": "slow down"}}', "retry-after: 60"),
     "stall": _stall,
     "stall_mid_stream": _stall_mid_stream,
+    "keep_alive_for_ever": _keep_alive_for_ever,
+    "trickle_for_ever": _trickle_for_ever,
     "stream_cut_mid_token": _cut_mid_token,
     "stream_ended_early": _ended_early,
     "stream_interrupted": _interrupted,
