@@ -24,14 +24,13 @@ usable server settles nothing: the turns waiting for it fail (``model_unavailabl
 from __future__ import annotations
 
 import ipaddress
-import math
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import anyio
 import httpx
@@ -45,6 +44,7 @@ from oamd.backends._openai_body import (
     sse_payloads,
 )
 from oamd.backends._openai_refusals import MAX_LEARNT_PER_STEP, learn_refusal
+from oamd.backends._openai_spec import api_key, parse_options
 from oamd.backends._openai_wire import (
     JsonMode,
     StreamDecoder,
@@ -65,9 +65,6 @@ from oamd.log import get_logger
 __all__ = ["OpenAIModel", "ServerProfile"]
 
 log = get_logger("oamd.backends.openai")
-
-API_KEY_VARIABLES = ("OAMD_OPENAI_API_KEY", "OPENAI_API_KEY")
-"""Environment variables read, in order, for the ``Authorization: Bearer`` key."""
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 """Time to open a connection; past it a step fails ``generation_failed`` (a probe: unavailable)."""
@@ -119,14 +116,6 @@ UNPROBED = ServerProfile("unprobed", False, "none", False)
 loop, unconstrained, which any chat server can run (options override it)."""
 
 _PROFILES_BY_OWNER = {"me": LLAMA_CPP_PYTHON, "llamacpp": LLAMA_CPP}
-_TOOLS_OPTIONS = {"native": True, "envelope": False}
-_JSON_OPTIONS: dict[str, JsonMode] = {
-    "json_schema": "json_schema",
-    "json_object": "json_object",
-    "none": "none",
-}
-_SWITCH_OPTIONS = {"on": True, "off": False}
-SPEC_OPTIONS = ("tools", "json", "ctx", "max_output", "timeout", "deadline", "top_k", "usage")
 
 
 _STATUS_TOO_MANY_REQUESTS = 429
@@ -151,14 +140,6 @@ class _Probe:
     def __init__(self) -> None:
         self.done = anyio.Event()
         self.outcome: _ProbeOutcome | None = None
-
-
-def _api_key(environ: Mapping[str, str]) -> str | None:
-    for variable in API_KEY_VARIABLES:
-        value = environ.get(variable)
-        if value:
-            return value
-    return None
 
 
 def _is_loopback(url: str) -> bool:
@@ -248,9 +229,9 @@ class OpenAIModel(LanguageModel):
             raise ValueError(
                 f"openai: expects an http(s) base URL such as http://127.0.0.1:8080/v1; got {url!r}"
             )
-        options = _parse_options(query)
+        options = parse_options(query)
         environ = os.environ if environ is None else environ
-        return cls(url, model or None, api_key=_api_key(environ), **options, **kwargs)
+        return cls(url, model or None, api_key=api_key(environ), **options, **kwargs)
 
     # ---- capabilities -------------------------------------------------------------------------
 
@@ -513,53 +494,3 @@ def _describe(exc: BaseException) -> str:
             return "connection refused"
         cause = cause.__cause__ or cause.__context__
     return str(exc) or type(exc).__name__
-
-
-def _parse_options(query: str) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    for key, value in parse_qsl(query, keep_blank_values=True):
-        if key == "tools":
-            options["native_tools"] = _choice(key, value, _TOOLS_OPTIONS)
-        elif key == "json":
-            options["json_mode"] = _choice(key, value, _JSON_OPTIONS)
-        elif key == "ctx":
-            options["context_size"] = _positive_int(key, value)
-        elif key == "max_output":
-            options["max_output_tokens"] = _positive_int(key, value)
-        elif key == "timeout":
-            options["read_timeout"] = _seconds(key, value)
-        elif key == "deadline":
-            options["step_deadline"] = _seconds(key, value)
-        elif key == "top_k":
-            options["sampling_extensions"] = _choice(key, value, _SWITCH_OPTIONS)
-        elif key == "usage":
-            options["include_usage"] = _choice(key, value, _SWITCH_OPTIONS)
-        else:
-            raise ValueError(
-                f"openai: unknown option {key!r}; known options: {', '.join(SPEC_OPTIONS)}"
-            )
-    return options
-
-
-def _seconds(key: str, value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds < math.inf:
-        raise ValueError(f"openai: option {key!r} must be seconds > 0; got {value!r}")
-    return seconds
-
-
-def _choice(key: str, value: str, allowed: Mapping[str, Any]) -> Any:
-    if value not in allowed:
-        raise ValueError(
-            f"openai: option {key!r} must be one of {', '.join(allowed)}; got {value!r}"
-        )
-    return allowed[value]
-
-
-def _positive_int(key: str, value: str) -> int:
-    if not value.isdigit() or int(value) <= 0:
-        raise ValueError(f"openai: option {key!r} must be a positive integer; got {value!r}")
-    return int(value)
