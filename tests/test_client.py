@@ -213,6 +213,60 @@ async def test_the_model_reads_a_raising_tool_handlers_error_as_the_calls_output
     assert result["text"] == f"Error: {message}"
 
 
+async def test_a_tool_cancel_cancels_its_running_handler_and_that_call_is_not_answered():
+    cancelled: list[str] = []
+
+    async def slow(params: dict[str, Any]) -> dict[str, Any]:
+        if params["call"]["id"] == "call_t-1":
+            try:
+                await anyio.sleep_forever()
+            except anyio.get_cancelled_exc_class():
+                cancelled.append(params["call"]["id"])
+                raise
+        return {"output": "opened"}
+
+    async with connected(tool_handler=slow) as (client, peer):
+        await peer.write(tool_call("t-1"))
+        await anyio.wait_all_tasks_blocked()
+        cancel = {"session": "guard", "requestId": 1, "id": "t-1", "callId": "call_t-1"}
+        await peer.write(
+            {"jsonrpc": "2.0", "method": "tool/cancel", "params": cancel | {"reason": "timeout"}}
+        )
+        await peer.write(tool_call("t-2"))
+        answered = await peer.read()  # the next line out: t-1 is never answered
+        assert held(client) == 0
+    assert answered == {"jsonrpc": "2.0", "id": "t-2", "result": {"output": "opened"}}
+    assert cancelled == ["call_t-1"]
+
+
+async def test_the_daemons_tool_timeout_cancels_the_engines_handler(client):
+    cancelled = anyio.Event()
+
+    async def stuck(params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    client.tool_handler = stuck
+    gate = {"name": "open_gate", "arguments": {"gate": "north"}}
+    steps = [{"toolCalls": [gate]}, {"template": "{toolOutput}"}]
+    with anyio.fail_after(5):
+        await client.request(
+            "session/create",
+            {
+                "session": "guard",
+                "tools": [OPEN_GATE],
+                "model": {"type": "scripted", "steps": steps},
+                "options": {"toolTimeoutSeconds": 0.2},
+            },
+        )
+        result = await client.request("session/respond", {"session": "guard", "prompt": "Open."})
+        await cancelled.wait()
+    [record] = result["toolCalls"]
+    assert record["isError"] is True
+
+
 # ---- what a client keeps -----------------------------------------------------------------------
 
 

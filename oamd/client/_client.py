@@ -13,6 +13,8 @@ What it guarantees:
   costs that one ``tool/call`` (``RpcError`` is sent as itself, anything else as
   ``internal_error``, whose message the model reads, logged with its traceback); a notification
   callback that raises is logged and skipped.
+- A ``tool/cancel`` cancels the running ``tool_handler`` call it names, and that call is not
+  answered: the daemon no longer needs its output.
 - Nothing is kept per message unless a ``Recorder`` is attached (``recorder=``).
 - An exception raised inside ``async with client`` leaves it as itself; only a failure of the
   client's own tasks comes out as an ``ExceptionGroup``.
@@ -156,6 +158,8 @@ class Client:
         self._framer = LineFramer(max_line_bytes)
         self._ids = itertools.count(1)
         self._pending: dict[Any, _Pending] = {}
+        self._tool_calls: dict[Any, anyio.CancelScope] = {}
+        """Running ``tool_handler`` calls by ``tool/call`` id: a ``tool/cancel`` ends its one."""
         self._watches: list[_Watch] = []
         self._tg: TaskGroup | None = None
         self._state = _State.UNOPENED
@@ -366,6 +370,8 @@ class Client:
                 assert self._tg is not None
                 self._tg.start_soon(self._answer, msg)
             else:
+                if msg["method"] == "tool/cancel":
+                    self._cancel_tool_call(msg.get("params"))
                 self._route(msg)
             return
         pending = _lookup(self._pending, msg.get("id"))
@@ -396,10 +402,31 @@ class Client:
                     watch.error = exc
                     watch.event.set()
 
+    def _cancel_tool_call(self, params: Any) -> None:
+        if isinstance(params, dict):
+            scope = _lookup(self._tool_calls, params.get("id"))
+            if scope is not None:
+                scope.cancel()
+
     async def _answer(self, msg: dict[str, Any]) -> None:
         handler = self.tool_handler
         if handler is None:
             return  # left unanswered: the daemon's timeout applies
+        call_id = msg["id"]
+        with anyio.CancelScope() as scope:
+            with contextlib.suppress(TypeError):  # an unhashable id: no tool/cancel names it
+                self._tool_calls[call_id] = scope
+            try:
+                line = await self._reply_line(handler, msg)
+            finally:
+                if _lookup(self._tool_calls, call_id) is scope:
+                    del self._tool_calls[call_id]
+        if scope.cancelled_caught:
+            return  # the daemon said it no longer needs this output (tool/cancel)
+        with contextlib.suppress(ConnectionClosed):
+            await self.send_raw(line + b"\n")
+
+    async def _reply_line(self, handler: ToolHandler, msg: dict[str, Any]) -> bytes:
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"]}
         try:
             reply["result"] = await handler(msg.get("params", {}))
@@ -417,5 +444,4 @@ class Client:
                 "data": {"code": "internal_error"},
             }
             line = orjson.dumps(reply)
-        with contextlib.suppress(ConnectionClosed):
-            await self.send_raw(line + b"\n")
+        return line
