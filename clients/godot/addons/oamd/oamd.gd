@@ -218,9 +218,7 @@ func is_tool_call_cancelled(call_id: String) -> bool:
 func _process(_delta: float) -> void:
 	if _transport == null:
 		return
-	if _transport.has_method("poll_log"):
-		for line in _log_lines.feed(_transport.poll_log()):
-			log_received.emit(line)
+	_emit_log()
 	var data: PackedByteArray = _transport.poll()
 	if _state == State.CONNECTING and _transport.is_open():
 		_state = State.INITIALIZING
@@ -234,6 +232,7 @@ func _process(_delta: float) -> void:
 	if _transport != null and _transport.is_closed():
 		var reason: String = _transport.failure()
 		_transport.close(0)  # joins a spawned daemon's reader threads
+		_emit_log(true)  # its last words (often why it exited) arrive after stdout's end
 		if reason.is_empty():
 			reason = "The daemon closed the connection."
 		_finish(_error("connection_closed", reason))
@@ -248,6 +247,17 @@ func _notification(what: int) -> void:
 
 func _exit_tree() -> void:
 	close()
+
+
+# Emits the complete lines the daemon wrote on stderr; `last` also ends an unterminated tail.
+func _emit_log(last := false) -> void:
+	if not _transport.has_method("poll_log"):
+		return
+	var data: PackedByteArray = _transport.poll_log()
+	if last:
+		data.append(Lines.NEWLINE)
+	for line in _log_lines.feed(data):
+		log_received.emit(line)
 
 
 static func _spawn_arguments(args: Array) -> PackedStringArray:
