@@ -216,11 +216,16 @@ func is_tool_call_cancelled(call_id: String) -> bool:
 
 
 func _process(_delta: float) -> void:
-	if _transport == null:
+	# A signal handler may close() or spawn() again: whatever this transport still holds is
+	# then no one's, so each step checks that the connection is still the one it started with.
+	var transport := _transport
+	if transport == null:
 		return
 	_emit_log()
-	var data: PackedByteArray = _transport.poll()
-	if _state == State.CONNECTING and _transport.is_open():
+	if _transport != transport:
+		return
+	var data: PackedByteArray = transport.poll()
+	if _state == State.CONNECTING and transport.is_open():
 		_state = State.INITIALIZING
 		_init_id = _take_id()
 		var params := {"protocolVersion": PROTOCOL_VERSION, "client": {"name": client_name}}
@@ -229,10 +234,14 @@ func _process(_delta: float) -> void:
 		_write({"jsonrpc": "2.0", "id": _init_id, "method": "initialize", "params": params})
 	for line in _lines.feed(data):
 		_handle_line(line)
-	if _transport != null and _transport.is_closed():
-		var reason: String = _transport.failure()
-		_transport.close(0)  # joins a spawned daemon's reader threads
+		if _transport != transport:
+			return
+	if transport.is_closed():
+		var reason: String = transport.failure()
+		transport.close(0)  # joins a spawned daemon's reader threads
 		_emit_log(true)  # its last words (often why it exited) arrive after stdout's end
+		if _transport != transport:
+			return
 		if reason.is_empty():
 			reason = "The daemon closed the connection."
 		_finish(_error("connection_closed", reason))
@@ -376,6 +385,7 @@ func _answer(id: Variant, method: String, params: Dictionary) -> void:
 		error["code"] = -32601
 		_send({"jsonrpc": "2.0", "id": id, "error": error})
 		return
+	var transport := _transport  # the answer belongs to this connection only
 	var call: Dictionary = params.get("call", {})
 	var name := str(call.get("name", ""))
 	var call_id := str(call.get("id", ""))
@@ -389,6 +399,8 @@ func _answer(id: Variant, method: String, params: Dictionary) -> void:
 			result = {"output": output}
 	else:
 		result = {"output": "The game has no tool named '%s'." % name, "isError": true}
+	if _transport != transport:
+		return  # the connection ended meanwhile; `_running_tools` may hold a new one's calls
 	var cancelled: bool = _running_tools.get(call_id, false)
 	_running_tools.erase(call_id)
 	if not cancelled and _state == State.READY:  # a cancelled call's answer is not wanted
