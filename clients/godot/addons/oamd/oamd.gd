@@ -109,14 +109,17 @@ func connect_to_daemon(host: String, port: int, token: String) -> Error:
 	return error
 
 
-## Sends `shutdown`, then ends the connection (a spawned daemon gets SHUTDOWN_GRACE_MSEC to exit,
-## then is killed). Requests still waiting are answered with a `connection_closed` error.
+## Sends `shutdown` (once `connected`), then ends the connection: a spawned daemon gets
+## SHUTDOWN_GRACE_MSEC to exit, then is killed; one still starting is killed at once. Requests
+## still waiting are answered with a `connection_closed` error.
 func close() -> void:
 	if _transport == null:
 		return
+	var grace_msec := 0  # a daemon not told to shut down will not exit by itself
 	if _state == State.READY:
 		_write({"jsonrpc": "2.0", "id": _take_id(), "method": "shutdown"})
-	_transport.close(SHUTDOWN_GRACE_MSEC)
+		grace_msec = SHUTDOWN_GRACE_MSEC
+	_transport.close(grace_msec)
 	_finish({})
 
 
