@@ -390,18 +390,18 @@ func _answer(id: Variant, method: String, params: Dictionary) -> void:
 		return
 	var transport := _transport  # the answer belongs to this connection only
 	var call: Dictionary = params.get("call", {})
-	var name := str(call.get("name", ""))
+	var tool_name := str(call.get("name", ""))
 	var call_id := str(call.get("id", ""))
 	var result := {}
-	if tool_handlers.has(name):
+	if tool_handlers.has(tool_name):
 		_running_tools[call_id] = false
-		var output = await tool_handlers[name].call(call.get("arguments", {}), params)
+		var output = await tool_handlers[tool_name].call(call.get("arguments", {}), params)
 		if output is Dictionary and output.has("output"):
 			result = output
 		else:
 			result = {"output": output}
 	else:
-		result = {"output": "The game has no tool named '%s'." % name, "isError": true}
+		result = {"output": "The game has no tool named '%s'." % tool_name, "isError": true}
 	if _transport != transport:
 		return  # the connection ended meanwhile; `_running_tools` may hold a new one's calls
 	var cancelled: bool = _running_tools.get(call_id, false)
