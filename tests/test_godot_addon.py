@@ -70,7 +70,8 @@ def _godot_escape(text: str) -> str:
 
 
 def godot_stringify(value: Any) -> str:
-    """``JSON.stringify(value)`` with its defaults (no indent, insertion order)."""
+    """``JSON.stringify(value)`` with its defaults: no indent, keys sorted (``sort_keys`` is
+    true unless passed false; JSON::_bind_methods)."""
     if value is None:
         return "null"
     if value is True or value is False:
@@ -82,7 +83,8 @@ def godot_stringify(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ",".join(godot_stringify(v) for v in value) + "]"
     if isinstance(value, dict):
-        items = (f"{godot_stringify(str(k))}:{godot_stringify(v)}" for k, v in value.items())
+        ordered = sorted(value.items(), key=lambda item: str(item[0]))
+        items = (f"{godot_stringify(str(k))}:{godot_stringify(v)}" for k, v in ordered)
         return "{" + ",".join(items) + "}"
     return '"' + _godot_escape(str(value)) + '"'
 
@@ -93,6 +95,10 @@ def test_the_stringify_mirror_writes_floats_as_godot_does():
     )
     assert godot_stringify(0.1) == "0.1"
     assert godot_stringify(["é\n"]) == '["é\\n"]'
+    # keys come out sorted, whatever order the Dictionary was built in
+    assert godot_stringify({"method": "ping", "id": 1, "jsonrpc": "2.0"}) == (
+        '{"id":1,"jsonrpc":"2.0","method":"ping"}'
+    )
 
 
 # --- the addon's logic, mirrored -----------------------------------------------------------------

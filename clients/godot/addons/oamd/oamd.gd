@@ -109,14 +109,17 @@ func connect_to_daemon(host: String, port: int, token: String) -> Error:
 	return error
 
 
-## Sends `shutdown`, then ends the connection (a spawned daemon gets SHUTDOWN_GRACE_MSEC to exit,
-## then is killed). Requests still waiting are answered with a `connection_closed` error.
+## Sends `shutdown` (once `connected`), then ends the connection: a spawned daemon gets
+## SHUTDOWN_GRACE_MSEC to exit, then is killed; one still starting is killed at once. Requests
+## still waiting are answered with a `connection_closed` error.
 func close() -> void:
 	if _transport == null:
 		return
+	var grace_msec := 0  # a daemon not told to shut down will not exit by itself
 	if _state == State.READY:
 		_write({"jsonrpc": "2.0", "id": _take_id(), "method": "shutdown"})
-	_transport.close(SHUTDOWN_GRACE_MSEC)
+		grace_msec = SHUTDOWN_GRACE_MSEC
+	_transport.close(grace_msec)
 	_finish({})
 
 
@@ -216,13 +219,16 @@ func is_tool_call_cancelled(call_id: String) -> bool:
 
 
 func _process(_delta: float) -> void:
-	if _transport == null:
+	# A signal handler may close() or spawn() again: whatever this transport still holds is
+	# then no one's, so each step checks that the connection is still the one it started with.
+	var transport := _transport
+	if transport == null:
 		return
-	if _transport.has_method("poll_log"):
-		for line in _log_lines.feed(_transport.poll_log()):
-			log_received.emit(line)
-	var data: PackedByteArray = _transport.poll()
-	if _state == State.CONNECTING and _transport.is_open():
+	_emit_log()
+	if _transport != transport:
+		return
+	var data: PackedByteArray = transport.poll()
+	if _state == State.CONNECTING and transport.is_open():
 		_state = State.INITIALIZING
 		_init_id = _take_id()
 		var params := {"protocolVersion": PROTOCOL_VERSION, "client": {"name": client_name}}
@@ -231,9 +237,14 @@ func _process(_delta: float) -> void:
 		_write({"jsonrpc": "2.0", "id": _init_id, "method": "initialize", "params": params})
 	for line in _lines.feed(data):
 		_handle_line(line)
-	if _transport != null and _transport.is_closed():
-		var reason: String = _transport.failure()
-		_transport.close(0)  # joins a spawned daemon's reader threads
+		if _transport != transport:
+			return
+	if transport.is_closed():
+		var reason: String = transport.failure()
+		transport.close(0)  # joins a spawned daemon's reader threads
+		_emit_log(true)  # its last words (often why it exited) arrive after stdout's end
+		if _transport != transport:
+			return
 		if reason.is_empty():
 			reason = "The daemon closed the connection."
 		_finish(_error("connection_closed", reason))
@@ -248,6 +259,17 @@ func _notification(what: int) -> void:
 
 func _exit_tree() -> void:
 	close()
+
+
+# Emits the complete lines the daemon wrote on stderr; `last` also ends an unterminated tail.
+func _emit_log(last := false) -> void:
+	if not _transport.has_method("poll_log"):
+		return
+	var data: PackedByteArray = _transport.poll_log()
+	if last:
+		data.append(Lines.NEWLINE)
+	for line in _log_lines.feed(data):
+		log_received.emit(line)
 
 
 static func _spawn_arguments(args: Array) -> PackedStringArray:
@@ -366,19 +388,22 @@ func _answer(id: Variant, method: String, params: Dictionary) -> void:
 		error["code"] = -32601
 		_send({"jsonrpc": "2.0", "id": id, "error": error})
 		return
+	var transport := _transport  # the answer belongs to this connection only
 	var call: Dictionary = params.get("call", {})
-	var name := str(call.get("name", ""))
+	var tool_name := str(call.get("name", ""))
 	var call_id := str(call.get("id", ""))
 	var result := {}
-	if tool_handlers.has(name):
+	if tool_handlers.has(tool_name):
 		_running_tools[call_id] = false
-		var output = await tool_handlers[name].call(call.get("arguments", {}), params)
+		var output = await tool_handlers[tool_name].call(call.get("arguments", {}), params)
 		if output is Dictionary and output.has("output"):
 			result = output
 		else:
 			result = {"output": output}
 	else:
-		result = {"output": "The game has no tool named '%s'." % name, "isError": true}
+		result = {"output": "The game has no tool named '%s'." % tool_name, "isError": true}
+	if _transport != transport:
+		return  # the connection ended meanwhile; `_running_tools` may hold a new one's calls
 	var cancelled: bool = _running_tools.get(call_id, false)
 	_running_tools.erase(call_id)
 	if not cancelled and _state == State.READY:  # a cancelled call's answer is not wanted
