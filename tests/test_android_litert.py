@@ -185,3 +185,34 @@ async def test_closing_the_backend_cancels_a_hung_decode_then_closes_it_and_the_
     assert list(jvm.run_blocking(engine.violations)) == []
     assert jvm.run_blocking(engine.engineClosed)
     assert jvm.registered() == 0
+
+
+async def test_closing_the_backend_while_a_conversation_is_being_created_closes_it_first(
+    jvm,  # noqa: F811
+    engine,
+    tmp_path,
+):
+    """close() cancels a generation whose conversation is still being created on the lifecycle
+    executor; the conversation it then gets is closed there, before the engine, not left open."""
+    jvm.run_blocking(engine.setCreateMillis, 300)
+    native = backend(jvm, tmp_path)
+    failures: list[ModelError] = []
+
+    async def run() -> None:
+        try:
+            async for _ in LiteRtModel(native, jvm).generate(ask()):
+                pass
+        except ModelError as exc:
+            failures.append(exc)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await anyio.lowlevel.checkpoint()  # run() queues its converse on the JVM thread
+            assert await jvm.call(engine.awaitCreating, 5000)
+            await jvm.call(native.close)
+    assert [f.name for f in failures] == ["cancelled"]
+    assert jvm.run_blocking(engine.engineClosed)
+    assert jvm.run_blocking(engine.aliveConversations) == 0
+    assert list(jvm.run_blocking(engine.violations)) == []
+    assert jvm.registered() == 0

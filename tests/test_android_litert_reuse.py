@@ -232,3 +232,27 @@ async def test_concurrent_generations_never_hold_two_conversations_and_both_fini
     assert results == [REPLY] * 4
     assert (await counts(jvm, engine))[0] == 4
     await settled(jvm, engine, 3)
+
+
+async def test_two_models_on_one_backend_never_continue_each_others_conversation(
+    jvm,  # noqa: F811
+    engine,
+    native,
+):
+    """Conversation keys name a conversation of the Java backend, not of one model: a model whose
+    conversation another model replaced fails its continuing step (generation_failed, Java says
+    it is not live), and its next step starts over with its own transcript."""
+    gorm, brana = LiteRtModel(native, jvm), LiteRtModel(native, jvm)
+    steps = tool_loop(2)
+    await run(gorm, request(steps[0]))
+    await run(brana, request([ChatMessage("user", "Any news, Brana?")], system="Be Brana."))
+    with pytest.raises(ModelError) as caught:
+        await run(gorm, request(steps[1]))  # planned as a continuation of gorm's conversation
+    assert caught.value.name == "generation_failed"
+    assert "not live" in caught.value.message
+    assert await run(gorm, request(steps[1])) == REPLY
+    assert (await counts(jvm, engine))[0] == 3
+    await settled(jvm, engine, 2)
+    last = transcript(jvm, engine, 2)
+    assert last[0] == f"system: {SYSTEM}"
+    assert not any("Brana" in line for line in last)

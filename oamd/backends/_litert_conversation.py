@@ -13,6 +13,7 @@ LiteRT-LM's state), and so does a request started while another was running.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,6 +25,10 @@ __all__ = ["ConversationPlan", "ConversationReuse", "Turn", "conversation_turns"
 
 Turn = tuple[str, str]
 """(``"user"`` or ``"model"``, text): one LiteRT-LM message."""
+
+_KEYS = itertools.count(1)
+"""Conversation keys, unique in the process: a key names a conversation of the Java backend,
+which several models may drive, so one model's key never names another model's conversation."""
 
 
 def conversation_turns(messages: Sequence[ChatMessage]) -> tuple[str | None, list[Turn]]:
@@ -77,7 +82,6 @@ class ConversationReuse:
 
     def __init__(self) -> None:
         self._live: _Live | None = None
-        self._keys = 0
         self._epoch = 0
 
     def plan(self, options: str, turns: Sequence[Turn]) -> ConversationPlan:
@@ -89,9 +93,8 @@ class ConversationReuse:
         *before, (_, prompt) = turns
         if live is not None and live.options == options and tuple(before) == live.seen:
             return ConversationPlan(live.key, True, (), prompt, tuple(turns), options, self._epoch)
-        self._keys += 1
         return ConversationPlan(
-            self._keys, False, tuple(before), prompt, tuple(turns), options, self._epoch
+            next(_KEYS), False, tuple(before), prompt, tuple(turns), options, self._epoch
         )
 
     def settle(self, plan: ConversationPlan, reply: str | None) -> None:

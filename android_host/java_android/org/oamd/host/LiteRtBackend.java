@@ -242,18 +242,32 @@ public final class LiteRtBackend implements OamdBackend {
             call.decodeEnded();
             return;
         }
+        boolean starts;
+        synchronized (call) { // one step with cancelDecode: a cancel sees the conversation or none
+            starts = !call.cancelRequested && !call.ended.get();
+            if (starts) call.live = l;
+        }
+        if (!starts) {
+            // cancelled, timed out or closed while it was being created: its canceller saw no
+            // decode and ends the call itself; nothing ever ran on this conversation, so it is
+            // closed here, at once (the backend's close may have shut this executor already)
+            closeUnused(l);
+            return;
+        }
         synchronized (lock) {
             l.attach(call);
             live = l;
         }
-        synchronized (call) {
-            call.live = l;
-        }
-        if (call.ended.get()) { // ended while the conversation was being created
-            drop(l);
-            return;
-        }
         start(call, prompt);
+    }
+
+    /** Closes a conversation no decode ran on; on the lifecycle executor. */
+    private static void closeUnused(Live l) {
+        try {
+            l.conversation.close();
+        } catch (Throwable t) {
+            LOG.log(Level.WARNING, "closing conversation " + l.key, t);
+        }
     }
 
     private void start(Call call, String prompt) {
@@ -345,9 +359,9 @@ public final class LiteRtBackend implements OamdBackend {
 
         /** Asks the decode to stop; false when no decode was started (nothing will call back). */
         boolean cancelDecode() {
-            cancelRequested = true;
             Live l;
-            synchronized (this) {
+            synchronized (this) { // open() starts no decode once this is set without a live
+                cancelRequested = true;
                 l = live;
             }
             if (l == null) return false;

@@ -24,6 +24,8 @@ public final class FakeLiteRtLm {
     static volatile long chunkMillis = 5;
     static volatile long cancelLagMillis = 150;
     static volatile boolean hang;
+    static volatile long createMillis;
+    static volatile boolean creating;
     static volatile String failNext;
     static volatile EngineConfig engineConfig;
     static volatile ConversationConfig conversationConfig;
@@ -44,6 +46,8 @@ public final class FakeLiteRtLm {
         chunkMillis = 5;
         cancelLagMillis = 150;
         hang = false;
+        createMillis = 0;
+        creating = false;
         failNext = null;
         engineConfig = null;
         conversationConfig = null;
@@ -79,6 +83,18 @@ public final class FakeLiteRtLm {
 
     public static void setHang(boolean hang) { FakeLiteRtLm.hang = hang; }
     public static void setCancelLagMillis(long millis) { cancelLagMillis = millis; }
+    /** Engine.createConversation takes this long (a slow native session set-up). */
+    public static void setCreateMillis(long millis) { createMillis = millis; }
+
+    /** Waits (bounded) until a createConversation is under way. */
+    public static boolean awaitCreating(long millis) throws InterruptedException {
+        long end = System.currentTimeMillis() + millis;
+        while (!creating) {
+            if (System.currentTimeMillis() > end) return false;
+            Thread.sleep(1);
+        }
+        return true;
+    }
 
     public static String[] violations() { synchronized (VIOLATIONS) { return VIOLATIONS.toArray(new String[0]); } }
     public static int closedConversations() { return closed.get(); }
