@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
+from oamd.agent.envelope._loop import APPEND_ONLY_CHATTER_CHARS
 from oamd.agent.events import ToolCall
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.run import run_turn
@@ -130,3 +131,33 @@ async def test_models_without_the_capability_get_the_rerendered_layout():
     await turn(model)
     assert [len(r.messages) for r in model.requests] == [2, 2, 2]
     assert model.requests[0].sampling.temperature == 0.0
+
+
+class TalkativeModel(RecordingModel):
+    """Streams its replies ten characters at a time, counting what was read of each."""
+
+    def __init__(self, *replies: str) -> None:
+        super().__init__(*replies)
+        self.read: list[int] = []
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
+        self.requests.append(request)
+        reply = self.replies.pop(0)
+        self.read.append(0)
+        for at in range(0, len(reply), 10):
+            self.read[-1] = at + 10
+            yield TextDelta(reply[at : at + 10])
+
+
+async def test_a_model_that_talks_on_after_its_answer_is_cut_not_read_to_its_limit():
+    decide = '{"action": "check_menu", "arguments": {}}'
+    talked = decide + " and so on" * 500  # 5,000 characters of chatter
+    closing = RESPOND + " That's all."  # ends by itself, soon after its answer
+    model = TalkativeModel(talked, closing, "Stew today.")
+    result = await turn(model)
+    assert result.text == "Stew today."
+    cut_at = len(decide) + APPEND_ONLY_CHATTER_CHARS
+    assert cut_at <= model.read[0] < cut_at + 20  # read past the answer by the allowance only
+    assert model.read[1] >= len(closing)  # a short remark is read to its end
+    # the cut reply is what the next step shows, in the same layout
+    assert model.requests[1].messages[2].content == talked[: model.read[0]]

@@ -70,6 +70,10 @@ STEP_KINDS = (DECIDE, TOOL_ARGUMENTS, RESPOND, STRUCTURED)
 STEP_TRIES = 2
 """Tries of a decide, toolArguments or structured step: the answer, then one repair."""
 
+APPEND_ONLY_CHATTER_CHARS = 200
+"""On an append-only model, how much text after a complete answer is read before the step is
+cut (which ends its conversation): room for a closing remark, not for decoding to the limit."""
+
 DECISION_TEMPERATURE = 0.0
 """Decide and toolArguments steps pick, they do not write: sample greedily."""
 
@@ -359,8 +363,10 @@ class _EnvelopeTurn:
 
     async def _generate(self, request: GenerationRequest, **options: Any) -> str:
         if self.layout.thread is not None:
-            # stopping a step early cancels it, and a cancelled conversation cannot go on
-            options["stop_early"] = False
+            # stopping a step cancels it, and a cancelled conversation cannot go on: a model
+            # that ends soon after its answer keeps the conversation; one that talks on is cut
+            # (the next step starts afresh) rather than decoding to its output limit
+            options["chatter_chars"] = APPEND_ONLY_CHATTER_CHARS
         text = await run_model_step(
             self.spec.model,
             request,

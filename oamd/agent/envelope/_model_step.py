@@ -42,17 +42,21 @@ async def run_model_step(
     on_retry: Callable[[], None] | None = None,
     stop_early: bool = False,
     arrays: bool = False,
+    chatter_chars: int = 0,
 ) -> str:
     """The step's text. ``on_text`` sees the text so far after each delta; ``on_retry`` runs
     before a retried attempt; ``stop_early`` ends the read at the first complete JSON object (or
-    array, with ``arrays``).
+    array, with ``arrays``) — or, with ``chatter_chars``, once that many characters followed it
+    (a model may end by itself meanwhile, which keeps an append-only conversation going on).
 
     Raises:
         ModelError: the model failed, and ``retry`` does not retry the failure or the attempts
             ran out.
     """
     return await retry.run(
-        lambda: _read(model, request, usage, on_text, stop_early, arrays), sleep, on_retry=on_retry
+        lambda: _read(model, request, usage, on_text, stop_early, arrays, chatter_chars),
+        sleep,
+        on_retry=on_retry,
     )
 
 
@@ -63,9 +67,11 @@ async def _read(
     on_text: Callable[[str], None] | None,
     stop_early: bool,
     arrays: bool,
+    chatter_chars: int,
 ) -> str:
     parts: list[str] = []
     reported = False
+    complete_at: int | None = None
     events = model.generate(request)
     try:
         async for event in events:
@@ -76,8 +82,11 @@ async def _read(
                 so_far = "".join(parts)
                 if on_text is not None:
                     on_text(so_far)
-                closes = "}" in event.text or "]" in event.text  # only a closer completes
-                if stop_early and closes and has_complete_value(so_far, arrays=arrays):
+                if stop_early and complete_at is None:
+                    closes = "}" in event.text or "]" in event.text  # only a closer completes
+                    if closes and has_complete_value(so_far, arrays=arrays):
+                        complete_at = len(so_far)
+                if complete_at is not None and len(so_far) - complete_at >= chatter_chars:
                     break  # the answer is complete; the rest would be chatter
             elif type(event) is Usage:
                 usage.add(event.input_tokens, event.cached_input_tokens, event.output_tokens)
