@@ -50,8 +50,13 @@ namespace Oamd
                 WorkingDirectory = options.WorkingDirectory ?? Path.GetDirectoryName(exe),
                 StandardOutputEncoding = new UTF8Encoding(false),
                 StandardErrorEncoding = new UTF8Encoding(false),
+                // Without it the stdin StreamWriter takes Console.InputEncoding, which is UTF-8 with a BOM
+                // under some Windows code page settings, and writes that BOM at once (AutoFlush); the
+                // daemon then refuses the first line. Set directly, not by reflection: IL2CPP's managed
+                // code stripping would drop a setter only reflection reaches. (.NET Standard 2.1 and the
+                // .NET Framework profile of Unity 2021.3 both have the property.)
+                StandardInputEncoding = new UTF8Encoding(false),
             };
-            SetInputEncoding(info);
             foreach (var kv in options.Environment) info.EnvironmentVariables[kv.Key] = kv.Value;
             var process = new Process { StartInfo = info, EnableRaisingEvents = true };
             process.Start();
@@ -59,16 +64,6 @@ namespace Oamd
             process.ErrorDataReceived += (sender, e) => { if (e.Data != null) transport.Log(e.Data); };
             process.BeginErrorReadLine();
             return transport;
-        }
-
-        static void SetInputEncoding(ProcessStartInfo info)
-        {
-            // A StreamWriter over the stdin pipe with Encoding.UTF8 writes a BOM as soon as it is
-            // created, and the daemon refuses the first line then. StandardInputEncoding exists on
-            // Mono and .NET Core but not in every .NET Standard 2.0 profile Unity compiles against,
-            // hence reflection; the lines themselves are written to the BaseStream as UTF-8 bytes.
-            var property = typeof(ProcessStartInfo).GetProperty("StandardInputEncoding");
-            if (property != null && property.CanWrite) property.SetValue(info, new UTF8Encoding(false), null);
         }
 
         void Log(string line)
