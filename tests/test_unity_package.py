@@ -218,3 +218,64 @@ async def test_process_arguments_reach_the_daemon_unchanged(scenario_exe, tmp_pa
     with anyio.fail_after(RUN_SECONDS):
         result = await anyio.run_process([MONO, str(scenario_exe), "argv", str(echo), *tricky])
     assert json.loads(result.stdout) == ["stdio", *tricky]
+
+
+def windows_argv(line: str) -> list[str]:
+    """Splits an argument line as CommandLineToArgvW and the MSVCRT (2008 and later) do: whitespace
+    outside quotes separates; 2n backslashes before a quote are n backslashes and the quote toggles
+    quoting, 2n+1 are n backslashes and a literal quote; other backslashes are literal; "" inside
+    quotes is a literal quote."""
+    args: list[str] = []
+    i, n = 0, len(line)
+    while True:
+        while i < n and line[i] in " \t":
+            i += 1
+        if i >= n:
+            return args
+        arg: list[str] = []
+        quoted = False
+        while i < n and (quoted or line[i] not in " \t"):
+            if line[i] == "\\":
+                j = i
+                while j < n and line[j] == "\\":
+                    j += 1
+                if j < n and line[j] == '"':
+                    arg.append("\\" * ((j - i) // 2))
+                    if (j - i) % 2:
+                        arg.append('"')
+                        j += 1
+                else:
+                    arg.append("\\" * (j - i))
+                i = j
+            elif line[i] == '"':
+                if quoted and line[i + 1 : i + 2] == '"':
+                    arg.append('"')
+                    i += 2
+                else:
+                    quoted = not quoted
+                    i += 1
+            else:
+                arg.append(line[i])
+                i += 1
+        args.append("".join(arg))
+
+
+async def test_the_argument_line_reads_back_unchanged_by_the_windows_rules(scenario_exe):
+    tricky = [
+        "C:\\Program Files\\oamd\\", "\\\\server\\share\\", "a\\\\b", 'a\\"b', 'tail\\\\"', '"', '\\"',
+        '""', 'x"y"z', "", " ", "\t", "tab\there", "line\nbreak", "ünï ✓", "it's", "%PATH%", "a=b",
+        "llamacpp:C:\\models\\My Model.gguf",
+    ]
+    with anyio.fail_after(RUN_SECONDS):
+        result = await anyio.run_process([MONO, str(scenario_exe), "cmdline", *tricky])
+    assert windows_argv(result.stdout.decode()) == ["stdio", *tricky]
+
+
+async def test_a_player_that_cannot_start_processes_refuses_stdio_with_a_clear_exception(tmp_path):
+    exe = tmp_path / "android.exe"
+    compile_cs(exe, *runtime_sources(), UNITY / "smoke" / "Scenario.cs", define="UNITY_ANDROID")
+    with anyio.fail_after(RUN_SECONDS):
+        result = await anyio.run_process([MONO, str(exe), "spawn", sys.executable])
+    out = result.stdout.decode()
+    assert out.startswith("spawn: PlatformNotSupportedException"), out
+    assert "ConnectTcpAsync" in out

@@ -1,6 +1,7 @@
 // Drives the package's Runtime against a real oamd the way a game would, outside Unity:
 //   mono scenario.exe stdio EXECUTABLE DISPATCH       (the client spawns `EXECUTABLE stdio` itself)
 //   mono scenario.exe tcp HOST PORT TOKEN_FILE DISPATCH
+//   mono scenario.exe argv|cmdline|spawn ...    (single checks of the stdio spawn, see their methods)
 // DISPATCH is `context` (a single-threaded SynchronizationContext on the main thread, as Unity's) or
 // `pump` (no context; the main thread calls Pump, as an Update loop would). It runs a guard-and-gate turn
 // with a client tool, a tool/cancel, an NPC talk and bark, a decision, a world set/get/subscription and an
@@ -23,6 +24,8 @@ static class Scenario
     static int Main(string[] args)
     {
         if (args[0] == "argv") return EchoArguments(args);
+        if (args[0] == "cmdline") return PrintCommandLine(args);
+        if (args[0] == "spawn") return Spawn(args[1]);
         _mainThread = Thread.CurrentThread.ManagedThreadId;
         Console.WriteLine("main-thread: " + _mainThread);
         string dispatch = args[args.Length - 1];
@@ -60,6 +63,31 @@ static class Scenario
             echo.WaitForExit();
             return echo.ExitCode;
         }
+    }
+
+    // `cmdline ARGS...`: prints the argument line OamdProcessOptions builds, for a check of the
+    // Windows (CommandLineToArgvW) reading on any OS.
+    static int PrintCommandLine(string[] args)
+    {
+        var options = new OamdProcessOptions();
+        for (int i = 1; i < args.Length; i++) options.ExtraArguments.Add(args[i]);
+        Console.Write(options.CommandLine());
+        return 0;
+    }
+
+    // `spawn PATH`: StdioTransport.Start on PATH, then Dispose; prints `spawn: ok` or the exception type.
+    static int Spawn(string path)
+    {
+        try
+        {
+            using (StdioTransport.Start(new OamdProcessOptions { ExecutablePath = path, ExitTimeout = TimeSpan.FromSeconds(1) }))
+                Console.WriteLine("spawn: ok");
+        }
+        catch (Exception ex)
+        {
+            Console.WriteLine("spawn: " + ex.GetType().Name + " " + ex.Message);
+        }
+        return 0;
     }
 
     static void Note(string what)

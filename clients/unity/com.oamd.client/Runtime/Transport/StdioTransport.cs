@@ -2,7 +2,12 @@
 // No shell, no window; stdin carries UTF-8 without a byte order mark (the daemon refuses a BOM); stderr,
 // the daemon's log, is drained on its own thread so a chatty log can never fill the pipe and stall the
 // daemon. Dispose closes stdin (the daemon then answers what it received and exits 0), waits
-// ExitTimeout, and kills it if it is still running. Desktop platforms only (Process.Start).
+// ExitTimeout, and kills it if it is still running. Desktop platforms only: a player for Android, iOS,
+// WebGL, UWP or a console cannot start processes, and Start raises PlatformNotSupportedException there.
+
+#if !UNITY_EDITOR && (UNITY_ANDROID || UNITY_IOS || UNITY_TVOS || UNITY_WEBGL || UNITY_WSA || UNITY_SWITCH || UNITY_PS4 || UNITY_PS5 || UNITY_XBOXONE || UNITY_GAMECORE)
+#define OAMD_NO_PROCESSES
+#endif
 
 using System;
 using System.Collections.Generic;
@@ -32,14 +37,17 @@ namespace Oamd
         public int ProcessId { get { return _process.Id; } }
 
         /// <summary>Starts the daemon. Raises FileNotFoundException when the executable is missing,
-        /// Win32Exception when it cannot be run (not executable, wrong platform).</summary>
+        /// Win32Exception when it cannot be run (not executable, wrong platform), and
+        /// PlatformNotSupportedException in players that cannot start processes (use TCP there).</summary>
         public static StdioTransport Start(OamdProcessOptions options)
         {
+#if OAMD_NO_PROCESSES
+            throw new PlatformNotSupportedException("This platform cannot start the oamd process: connect to a "
+                + "running `oamd serve --tcp` with OamdClient.ConnectTcpAsync instead.");
+#else
             if (options == null || string.IsNullOrEmpty(options.ExecutablePath))
                 throw new ArgumentException("OamdProcessOptions.ExecutablePath is required.");
-            string exe = Path.GetFullPath(options.ExecutablePath);
-            if (!File.Exists(exe))
-                throw new FileNotFoundException("The oamd executable is not at " + exe + " (copy dist/oamd/ there).", exe);
+            string exe = Locate(options.ExecutablePath);
             var info = new ProcessStartInfo(exe, options.CommandLine())
             {
                 UseShellExecute = false,
@@ -58,12 +66,20 @@ namespace Oamd
                 StandardInputEncoding = new UTF8Encoding(false),
             };
             foreach (var kv in options.Environment) info.EnvironmentVariables[kv.Key] = kv.Value;
-            var process = new Process { StartInfo = info, EnableRaisingEvents = true };
-            process.Start();
+            var process = Process.Start(info);
             var transport = new StdioTransport(process, options);
             process.ErrorDataReceived += (sender, e) => { if (e.Data != null) transport.Log(e.Data); };
             process.BeginErrorReadLine();
             return transport;
+#endif
+        }
+
+        static string Locate(string path)
+        {
+            string exe = Path.GetFullPath(path);
+            if (!File.Exists(exe))
+                throw new FileNotFoundException("The oamd executable is not at " + exe + " (copy dist/oamd/ there).", exe);
+            return exe;
         }
 
         void Log(string line)
