@@ -271,6 +271,27 @@ async def test_the_argument_line_reads_back_unchanged_by_the_windows_rules(scena
     assert windows_argv(result.stdout.decode()) == ["stdio", *tricky]
 
 
+async def test_a_daemon_copied_without_its_execute_bit_is_made_executable_and_started(
+    scenario_exe, tmp_path
+):
+    daemon = tmp_path / "oamd"
+    daemon.write_text("#!/bin/sh\ncat >/dev/null\n", encoding="utf-8")
+    daemon.chmod(0o644)
+    with anyio.fail_after(RUN_SECONDS):
+        result = await anyio.run_process([MONO, str(scenario_exe), "spawn", str(daemon)])
+    assert result.stdout.decode().strip() == "spawn: ok"
+    assert daemon.stat().st_mode & 0o100
+
+
+async def test_the_executable_path_may_name_the_dist_folder(scenario_exe, tmp_path):
+    daemon = tmp_path / "oamd"
+    daemon.write_text("#!/bin/sh\ncat >/dev/null\n", encoding="utf-8")
+    daemon.chmod(0o755)
+    with anyio.fail_after(RUN_SECONDS):
+        result = await anyio.run_process([MONO, str(scenario_exe), "spawn", str(tmp_path)])
+    assert result.stdout.decode().strip() == "spawn: ok"
+
+
 async def test_a_player_that_cannot_start_processes_refuses_stdio_with_a_clear_exception(tmp_path):
     exe = tmp_path / "android.exe"
     compile_cs(exe, *runtime_sources(), UNITY / "smoke" / "Scenario.cs", define="UNITY_ANDROID")

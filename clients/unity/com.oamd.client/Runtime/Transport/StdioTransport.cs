@@ -36,8 +36,10 @@ namespace Oamd
         /// <summary>The daemon's process id.</summary>
         public int ProcessId { get { return _process.Id; } }
 
-        /// <summary>Starts the daemon. Raises FileNotFoundException when the executable is missing,
-        /// Win32Exception when it cannot be run (not executable, wrong platform), and
+        /// <summary>Starts the daemon. <see cref="OamdProcessOptions.ExecutablePath"/> may name the
+        /// executable, the folder `make dist` built, or (on Windows) the executable without <c>.exe</c>.
+        /// Raises FileNotFoundException when the executable is missing, Win32Exception when it cannot be run
+        /// (wrong platform; on macOS/Linux a missing execute bit is restored with chmod first), and
         /// PlatformNotSupportedException in players that cannot start processes (use TCP there).</summary>
         public static StdioTransport Start(OamdProcessOptions options)
         {
@@ -66,7 +68,7 @@ namespace Oamd
                 StandardInputEncoding = new UTF8Encoding(false),
             };
             foreach (var kv in options.Environment) info.EnvironmentVariables[kv.Key] = kv.Value;
-            var process = Process.Start(info);
+            var process = Spawn(info);
             var transport = new StdioTransport(process, options);
             process.ErrorDataReceived += (sender, e) => { if (e.Data != null) transport.Log(e.Data); };
             process.BeginErrorReadLine();
@@ -74,12 +76,48 @@ namespace Oamd
 #endif
         }
 
-        static string Locate(string path)
+        /// <summary>The full path of the executable <paramref name="path"/> names (see Start).</summary>
+        internal static string Locate(string path)
         {
             string exe = Path.GetFullPath(path);
+            if (Directory.Exists(exe)) exe = Path.Combine(exe, OamdExecutable.FileName);
+            else if (!File.Exists(exe) && OamdExecutable.IsWindows && Path.GetExtension(exe).Length == 0) exe += ".exe";
             if (!File.Exists(exe))
                 throw new FileNotFoundException("The oamd executable is not at " + exe + " (copy dist/oamd/ there).", exe);
             return exe;
+        }
+
+        static Process Spawn(ProcessStartInfo info)
+        {
+            try
+            {
+                return Process.Start(info);
+            }
+            catch (System.ComponentModel.Win32Exception)
+            {
+                // Copies into StreamingAssets (from a zip, a Windows checkout, some build pipelines) can
+                // drop the execute bit; restore it once and retry. Anything else fails again, as it should.
+                if (OamdExecutable.IsWindows || !MakeExecutable(info.FileName)) throw;
+                return Process.Start(info);
+            }
+        }
+
+        static bool MakeExecutable(string path)
+        {
+            var chmod = new ProcessStartInfo("/bin/chmod", "u+x " + OamdProcessOptions.Quote(path))
+            {
+                UseShellExecute = false,
+                CreateNoWindow = true,
+            };
+            try
+            {
+                using (var process = Process.Start(chmod))
+                    return process.WaitForExit(5000) && process.ExitCode == 0;
+            }
+            catch (Exception)
+            {
+                return false;  // no chmod there: report the original failure
+            }
         }
 
         void Log(string line)
