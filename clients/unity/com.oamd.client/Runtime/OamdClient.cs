@@ -199,14 +199,22 @@ namespace Oamd
 
         void ReadLoop()
         {
-            string line;
-            while ((line = _transport.ReadLine()) != null)
+            try
             {
-                if (line.Trim().Length == 0) continue;
-                Dictionary<string, object> message;
-                try { message = Json.Read(line) as Dictionary<string, object>; }
-                catch (FormatException) { continue; }  // the daemon only writes JSON; a stray line is not ours to judge
-                if (message != null) Handle(message);
+                string line;
+                while ((line = _transport.ReadLine()) != null)
+                {
+                    if (line.Trim().Length == 0) continue;
+                    Dictionary<string, object> message;
+                    try { message = Json.Read(line) as Dictionary<string, object>; }
+                    catch (FormatException) { continue; }  // the daemon only writes JSON; a stray line is not ours to judge
+                    if (message != null) Handle(message);
+                }
+            }
+            catch (Exception ex)
+            {
+                // Never leave the thread without closing: waiting calls would otherwise wait forever.
+                Close("Reading from oamd failed: " + ex.Message);
             }
             Close(_transport.CloseReason);
         }
