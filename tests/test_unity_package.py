@@ -300,3 +300,28 @@ async def test_a_player_that_cannot_start_processes_refuses_stdio_with_a_clear_e
     out = result.stdout.decode()
     assert out.startswith("spawn: PlatformNotSupportedException"), out
     assert "ConnectTcpAsync" in out
+
+
+async def test_json_reads_and_writes_what_the_daemon_and_games_hand_it(scenario_exe):
+    lines = [
+        '{"n":9007199254740993,"d":1.5,"e":1e3,"neg":-0,"big":1' + "0" * 400 + "}",
+        '{"s":"\\u00fcn\\u00ef \\ud83d\\ude00 \\u2028 \\" \\\\ \\/ \\n"}',
+        "[" * 512 + "]" * 512,
+        "[" * 513 + "]" * 513,
+        '"\\u12G4"',
+        "[1,]x",
+    ]
+    with anyio.fail_after(RUN_SECONDS):
+        result = await anyio.run_process(
+            [MONO, str(scenario_exe), "json"], input="\n".join(lines).encode() + b"\n"
+        )
+    out = result.stdout.decode("utf-8").splitlines()
+    # integers stay exact longs; a number beyond a double reads as infinity (written as null)
+    assert json.loads(out[0]) == {"n": 9007199254740993, "d": 1.5, "e": 1000.0, "neg": 0, "big": None}
+    assert json.loads(out[1]) == {"s": "ünï 😀 \u2028 \" \\ / \n"}
+    assert out[2] == "[" * 512 + "]" * 512
+    # deeper than Json.MaxDepth: a FormatException, never a stack overflow that ends the player
+    assert out[3:6] == ["FormatException"] * 3
+    assert json.loads(out[6]) == {"gold": 7}
+    assert json.loads(out[7]) == {"1": {"a": "b"}}
+    assert out[8] == "ArgumentException"

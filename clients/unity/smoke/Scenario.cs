@@ -26,6 +26,7 @@ static class Scenario
         if (args[0] == "argv") return EchoArguments(args);
         if (args[0] == "cmdline") return PrintCommandLine(args);
         if (args[0] == "spawn") return Spawn(args[1]);
+        if (args[0] == "json") return RoundTripJson();
         _mainThread = Thread.CurrentThread.ManagedThreadId;
         Console.WriteLine("main-thread: " + _mainThread);
         string dispatch = args[args.Length - 1];
@@ -87,6 +88,25 @@ static class Scenario
         {
             Console.WriteLine("spawn: " + ex.GetType().Name + " " + ex.Message);
         }
+        return 0;
+    }
+
+    // `json`: each stdin line read and written back by Json (or the exception's type), then values only
+    // Json.Write sees: dictionaries of other value types and a cycle.
+    static int RoundTripJson()
+    {
+        string line;
+        while ((line = Console.In.ReadLine()) != null)
+        {
+            try { Console.WriteLine(Json.Write(Json.Read(line))); }
+            catch (Exception ex) { Console.WriteLine(ex.GetType().Name); }
+        }
+        Console.WriteLine(Json.Write(new Dictionary<string, int> { { "gold", 7 } }));
+        Console.WriteLine(Json.Write(new System.Collections.Hashtable { { 1, new Dictionary<string, string> { { "a", "b" } } } }));
+        var cycle = new List<object>();
+        cycle.Add(cycle);
+        try { Console.WriteLine(Json.Write(cycle)); }
+        catch (Exception ex) { Console.WriteLine(ex.GetType().Name); }
         return 0;
     }
 
