@@ -325,3 +325,25 @@ async def test_json_reads_and_writes_what_the_daemon_and_games_hand_it(scenario_
     assert json.loads(out[6]) == {"gold": 7}
     assert json.loads(out[7]) == {"1": {"a": "b"}}
     assert out[8] == "ArgumentException"
+
+
+async def test_in_unity_play_mode_exit_script_reload_and_quit_close_open_clients_and_end_daemons(
+    tmp_path,
+):
+    exe = tmp_path / "editor.exe"
+    compile_cs(
+        exe,
+        *runtime_sources(),
+        UNITY / "smoke" / "Scenario.cs",
+        UNITY / "smoke" / "UnityEngineStub.cs",
+        UNITY / "smoke" / "UnityEditorStub.cs",
+        define="UNITY_5_3_OR_NEWER;UNITY_EDITOR",
+    )
+    with anyio.fail_after(RUN_SECONDS):
+        result = await anyio.run_process([MONO, str(exe), "lifetime", str(shipped_oamd())])
+    lines = dict(line.split(": ", 1) for line in result.stdout.decode().splitlines())
+    assert lines == {
+        "play-mode-exit": "Closed daemon-exited=yes",
+        "script-reload": "Closed daemon-exited=yes",
+        "player-quit": "Closed daemon-exited=yes",
+    }

@@ -70,6 +70,9 @@ namespace Oamd
             _writer = new Thread(WriteLoop) { IsBackground = true, Name = "oamd-writer" };
             _writer.Start();
             new Thread(ReadLoop) { IsBackground = true, Name = "oamd-reader" }.Start();
+#if UNITY_5_3_OR_NEWER
+            OamdLifetime.Track(this);  // closed when play mode ends, scripts reload or the player quits
+#endif
         }
 
         /// <summary>Spawns the daemon (`oamd stdio`) and initializes. Raises FileNotFoundException when the
@@ -253,6 +256,9 @@ namespace Oamd
         {
             if (Interlocked.Exchange(ref _closed, 1) != 0) return;
             _closeReason = reason;
+#if UNITY_5_3_OR_NEWER
+            OamdLifetime.Forget(this);
+#endif
             _outbox.CompleteAdding();
             foreach (var id in _pending.Keys)
             {
