@@ -347,3 +347,42 @@ async def test_in_unity_play_mode_exit_script_reload_and_quit_close_open_clients
         "script-reload": "Closed daemon-exited=yes",
         "player-quit": "Closed daemon-exited=yes",
     }
+
+
+def param_names(schema: dict, defs: dict) -> set[str]:
+    """The member names an object schema allows, through $ref and allOf."""
+    if "$ref" in schema:
+        schema = defs[schema["$ref"].rsplit("/", 1)[1]]
+    names = set(schema.get("properties", {}))
+    for part in schema.get("allOf", []):
+        names |= param_names(part, defs)
+    return names
+
+
+def test_every_typed_call_names_a_protocol_method_and_only_its_params():
+    protocol = json.loads((ROOT / "protocol" / "bridge.json").read_text(encoding="utf-8"))
+    bridge, defs = protocol["methods"], protocol["$defs"]
+    key = re.compile(r'\{ "(\w+)",|\.Put\("(\w+)"|\bId\("(\w+)"|\bp\["(\w+)"\]')
+    called: set[str] = set()
+    for path in sorted((RUNTIME / "Api").glob("*.cs")):
+        text = path.read_text(encoding="utf-8")
+        # each public method up to the next one: the params it builds and the method it calls
+        for body in re.split(r"\n        public ", text)[1:]:
+            methods = re.findall(r'Call\("([\w/]+)"', body)
+            if not methods:
+                continue
+            (method,) = methods
+            called.add(method)
+            assert method in bridge, f"{path.name}: {method} is not in protocol/bridge.json"
+            allowed = param_names(bridge[method]["params"], defs)
+            used = {next(g for g in m if g) for m in key.findall(body)}
+            if "request.ToJson()" in body:  # decision/decide spreads a DecisionRequest
+                used |= {"situation", "options", "actor", "context", "tools", "fallbackOptionID"}
+            assert used <= allowed, f"{path.name} {method}: {sorted(used - allowed)} not in its params"
+    # initialize is sent by OamdClient.cs itself
+    client = (RUNTIME / "OamdClient.cs").read_text(encoding="utf-8")
+    init = client[client.index('RequestAsync("initialize"') - 400 : client.index('RequestAsync("initialize"')]
+    assert {"protocolVersion", "client", "auth"} <= param_names(bridge["initialize"]["params"], defs)
+    assert all(f'"{k}"' in init for k in ("protocolVersion", "client", "auth"))
+    # the API covers the protocol, apart from the two validation helpers reached by RequestAsync
+    assert set(bridge) - called - {"initialize"} == {"schema/validate", "tools/validate"}
