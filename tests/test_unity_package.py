@@ -218,3 +218,171 @@ async def test_process_arguments_reach_the_daemon_unchanged(scenario_exe, tmp_pa
     with anyio.fail_after(RUN_SECONDS):
         result = await anyio.run_process([MONO, str(scenario_exe), "argv", str(echo), *tricky])
     assert json.loads(result.stdout) == ["stdio", *tricky]
+
+
+def windows_argv(line: str) -> list[str]:
+    """Splits an argument line as CommandLineToArgvW and the MSVCRT (2008 and later) do: whitespace
+    outside quotes separates; 2n backslashes before a quote are n backslashes and the quote toggles
+    quoting, 2n+1 are n backslashes and a literal quote; other backslashes are literal; "" inside
+    quotes is a literal quote."""
+    args: list[str] = []
+    i, n = 0, len(line)
+    while True:
+        while i < n and line[i] in " \t":
+            i += 1
+        if i >= n:
+            return args
+        arg: list[str] = []
+        quoted = False
+        while i < n and (quoted or line[i] not in " \t"):
+            if line[i] == "\\":
+                j = i
+                while j < n and line[j] == "\\":
+                    j += 1
+                if j < n and line[j] == '"':
+                    arg.append("\\" * ((j - i) // 2))
+                    if (j - i) % 2:
+                        arg.append('"')
+                        j += 1
+                else:
+                    arg.append("\\" * (j - i))
+                i = j
+            elif line[i] == '"':
+                if quoted and line[i + 1 : i + 2] == '"':
+                    arg.append('"')
+                    i += 2
+                else:
+                    quoted = not quoted
+                    i += 1
+            else:
+                arg.append(line[i])
+                i += 1
+        args.append("".join(arg))
+
+
+async def test_the_argument_line_reads_back_unchanged_by_the_windows_rules(scenario_exe):
+    tricky = [
+        "C:\\Program Files\\oamd\\", "\\\\server\\share\\", "a\\\\b", 'a\\"b', 'tail\\\\"', '"', '\\"',
+        '""', 'x"y"z', "", " ", "\t", "tab\there", "line\nbreak", "ünï ✓", "it's", "%PATH%", "a=b",
+        "llamacpp:C:\\models\\My Model.gguf",
+    ]
+    with anyio.fail_after(RUN_SECONDS):
+        result = await anyio.run_process([MONO, str(scenario_exe), "cmdline", *tricky])
+    assert windows_argv(result.stdout.decode()) == ["stdio", *tricky]
+
+
+async def test_a_daemon_copied_without_its_execute_bit_is_made_executable_and_started(
+    scenario_exe, tmp_path
+):
+    daemon = tmp_path / "oamd"
+    daemon.write_text("#!/bin/sh\ncat >/dev/null\n", encoding="utf-8")
+    daemon.chmod(0o644)
+    with anyio.fail_after(RUN_SECONDS):
+        result = await anyio.run_process([MONO, str(scenario_exe), "spawn", str(daemon)])
+    assert result.stdout.decode().strip() == "spawn: ok"
+    assert daemon.stat().st_mode & 0o100
+
+
+async def test_the_executable_path_may_name_the_dist_folder(scenario_exe, tmp_path):
+    daemon = tmp_path / "oamd"
+    daemon.write_text("#!/bin/sh\ncat >/dev/null\n", encoding="utf-8")
+    daemon.chmod(0o755)
+    with anyio.fail_after(RUN_SECONDS):
+        result = await anyio.run_process([MONO, str(scenario_exe), "spawn", str(tmp_path)])
+    assert result.stdout.decode().strip() == "spawn: ok"
+
+
+async def test_a_player_that_cannot_start_processes_refuses_stdio_with_a_clear_exception(tmp_path):
+    exe = tmp_path / "android.exe"
+    compile_cs(exe, *runtime_sources(), UNITY / "smoke" / "Scenario.cs", define="UNITY_ANDROID")
+    with anyio.fail_after(RUN_SECONDS):
+        result = await anyio.run_process([MONO, str(exe), "spawn", sys.executable])
+    out = result.stdout.decode()
+    assert out.startswith("spawn: PlatformNotSupportedException"), out
+    assert "ConnectTcpAsync" in out
+
+
+async def test_json_reads_and_writes_what_the_daemon_and_games_hand_it(scenario_exe):
+    lines = [
+        '{"n":9007199254740993,"d":1.5,"e":1e3,"neg":-0,"big":1' + "0" * 400 + "}",
+        '{"s":"\\u00fcn\\u00ef \\ud83d\\ude00 \\u2028 \\" \\\\ \\/ \\n"}',
+        "[" * 512 + "]" * 512,
+        "[" * 513 + "]" * 513,
+        '"\\u12G4"',
+        "[1,]x",
+    ]
+    with anyio.fail_after(RUN_SECONDS):
+        result = await anyio.run_process(
+            [MONO, str(scenario_exe), "json"], input="\n".join(lines).encode() + b"\n"
+        )
+    out = result.stdout.decode("utf-8").splitlines()
+    # integers stay exact longs; a number beyond a double reads as infinity (written as null)
+    assert json.loads(out[0]) == {"n": 9007199254740993, "d": 1.5, "e": 1000.0, "neg": 0, "big": None}
+    assert json.loads(out[1]) == {"s": "ünï 😀 \u2028 \" \\ / \n"}
+    assert out[2] == "[" * 512 + "]" * 512
+    # deeper than Json.MaxDepth: a FormatException, never a stack overflow that ends the player
+    assert out[3:6] == ["FormatException"] * 3
+    assert json.loads(out[6]) == {"gold": 7}
+    assert json.loads(out[7]) == {"1": {"a": "b"}}
+    assert out[8] == "ArgumentException"
+
+
+async def test_in_unity_play_mode_exit_script_reload_and_quit_close_open_clients_and_end_daemons(
+    tmp_path,
+):
+    exe = tmp_path / "editor.exe"
+    compile_cs(
+        exe,
+        *runtime_sources(),
+        UNITY / "smoke" / "Scenario.cs",
+        UNITY / "smoke" / "UnityEngineStub.cs",
+        UNITY / "smoke" / "UnityEditorStub.cs",
+        define="UNITY_5_3_OR_NEWER;UNITY_EDITOR",
+    )
+    with anyio.fail_after(RUN_SECONDS):
+        result = await anyio.run_process([MONO, str(exe), "lifetime", str(shipped_oamd())])
+    lines = dict(line.split(": ", 1) for line in result.stdout.decode().splitlines())
+    assert lines == {
+        "play-mode-exit": "Closed daemon-exited=yes",
+        "script-reload": "Closed daemon-exited=yes",
+        "player-quit": "Closed daemon-exited=yes",
+    }
+
+
+def param_names(schema: dict, defs: dict) -> set[str]:
+    """The member names an object schema allows, through $ref and allOf."""
+    if "$ref" in schema:
+        schema = defs[schema["$ref"].rsplit("/", 1)[1]]
+    names = set(schema.get("properties", {}))
+    for part in schema.get("allOf", []):
+        names |= param_names(part, defs)
+    return names
+
+
+def test_every_typed_call_names_a_protocol_method_and_only_its_params():
+    protocol = json.loads((ROOT / "protocol" / "bridge.json").read_text(encoding="utf-8"))
+    bridge, defs = protocol["methods"], protocol["$defs"]
+    key = re.compile(r'\{ "(\w+)",|\.Put\("(\w+)"|\bId\("(\w+)"|\bp\["(\w+)"\]')
+    called: set[str] = set()
+    for path in sorted((RUNTIME / "Api").glob("*.cs")):
+        text = path.read_text(encoding="utf-8")
+        # each public method up to the next one: the params it builds and the method it calls
+        for body in re.split(r"\n        public ", text)[1:]:
+            methods = re.findall(r'Call\("([\w/]+)"', body)
+            if not methods:
+                continue
+            (method,) = methods
+            called.add(method)
+            assert method in bridge, f"{path.name}: {method} is not in protocol/bridge.json"
+            allowed = param_names(bridge[method]["params"], defs)
+            used = {next(g for g in m if g) for m in key.findall(body)}
+            if "request.ToJson()" in body:  # decision/decide spreads a DecisionRequest
+                used |= {"situation", "options", "actor", "context", "tools", "fallbackOptionID"}
+            assert used <= allowed, f"{path.name} {method}: {sorted(used - allowed)} not in its params"
+    # initialize is sent by OamdClient.cs itself
+    client = (RUNTIME / "OamdClient.cs").read_text(encoding="utf-8")
+    init = client[client.index('RequestAsync("initialize"') - 400 : client.index('RequestAsync("initialize"')]
+    assert {"protocolVersion", "client", "auth"} <= param_names(bridge["initialize"]["params"], defs)
+    assert all(f'"{k}"' in init for k in ("protocolVersion", "client", "auth"))
+    # the API covers the protocol, apart from the two validation helpers reached by RequestAsync
+    assert set(bridge) - called - {"initialize"} == {"schema/validate", "tools/validate"}

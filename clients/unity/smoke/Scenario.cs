@@ -1,6 +1,7 @@
 // Drives the package's Runtime against a real oamd the way a game would, outside Unity:
 //   mono scenario.exe stdio EXECUTABLE DISPATCH       (the client spawns `EXECUTABLE stdio` itself)
 //   mono scenario.exe tcp HOST PORT TOKEN_FILE DISPATCH
+//   mono scenario.exe argv|cmdline|spawn|json|lifetime ...   (single checks, see their methods)
 // DISPATCH is `context` (a single-threaded SynchronizationContext on the main thread, as Unity's) or
 // `pump` (no context; the main thread calls Pump, as an Update loop would). It runs a guard-and-gate turn
 // with a client tool, a tool/cancel, an NPC talk and bark, a decision, a world set/get/subscription and an
@@ -23,6 +24,12 @@ static class Scenario
     static int Main(string[] args)
     {
         if (args[0] == "argv") return EchoArguments(args);
+        if (args[0] == "cmdline") return PrintCommandLine(args);
+        if (args[0] == "spawn") return Spawn(args[1]);
+        if (args[0] == "json") return RoundTripJson();
+#if UNITY_EDITOR
+        if (args[0] == "lifetime") return Lifetime(args[1]);
+#endif
         _mainThread = Thread.CurrentThread.ManagedThreadId;
         Console.WriteLine("main-thread: " + _mainThread);
         string dispatch = args[args.Length - 1];
@@ -61,6 +68,86 @@ static class Scenario
             return echo.ExitCode;
         }
     }
+
+    // `cmdline ARGS...`: prints the argument line OamdProcessOptions builds, for a check of the
+    // Windows (CommandLineToArgvW) reading on any OS.
+    static int PrintCommandLine(string[] args)
+    {
+        var options = new OamdProcessOptions();
+        for (int i = 1; i < args.Length; i++) options.ExtraArguments.Add(args[i]);
+        Console.Write(options.CommandLine());
+        return 0;
+    }
+
+    // `spawn PATH`: StdioTransport.Start on PATH, then Dispose; prints `spawn: ok` or the exception type.
+    static int Spawn(string path)
+    {
+        try
+        {
+            using (StdioTransport.Start(new OamdProcessOptions { ExecutablePath = path, ExitTimeout = TimeSpan.FromSeconds(1) }))
+                Console.WriteLine("spawn: ok");
+        }
+        catch (Exception ex)
+        {
+            Console.WriteLine("spawn: " + ex.GetType().Name + " " + ex.Message);
+        }
+        return 0;
+    }
+
+    // `json`: each stdin line read and written back by Json (or the exception's type), then values only
+    // Json.Write sees: dictionaries of other value types and a cycle.
+    static int RoundTripJson()
+    {
+        string line;
+        while ((line = Console.In.ReadLine()) != null)
+        {
+            try { Console.WriteLine(Json.Write(Json.Read(line))); }
+            catch (Exception ex) { Console.WriteLine(ex.GetType().Name); }
+        }
+        Console.WriteLine(Json.Write(new Dictionary<string, int> { { "gold", 7 } }));
+        Console.WriteLine(Json.Write(new System.Collections.Hashtable { { 1, new Dictionary<string, string> { { "a", "b" } } } }));
+        var cycle = new List<object>();
+        cycle.Add(cycle);
+        try { Console.WriteLine(Json.Write(cycle)); }
+        catch (Exception ex) { Console.WriteLine(ex.GetType().Name); }
+        return 0;
+    }
+
+#if UNITY_EDITOR
+    // `lifetime EXECUTABLE` (built with the UnityEngine and UnityEditor stubs): plays the editor's part,
+    // as Unity would call the package's load hooks and raise its events, and prints per step whether the
+    // client it opened is closed and its daemon gone: play mode ending, scripts reloading (an edit-mode
+    // client) and the player quitting (a second play, hooks run again as without a domain reload).
+    static int Lifetime(string exe)
+    {
+        var lifetime = typeof(OamdClient).Assembly.GetType("Oamd.OamdLifetime", true);
+        Action<Type> runHooks = attribute =>
+        {
+            foreach (var method in lifetime.GetMethods(System.Reflection.BindingFlags.Static | System.Reflection.BindingFlags.NonPublic))
+                if (method.IsDefined(attribute, false)) method.Invoke(null, null);
+        };
+        runHooks(typeof(UnityEditor.InitializeOnLoadMethodAttribute));
+        runHooks(typeof(UnityEngine.RuntimeInitializeOnLoadMethodAttribute));
+        Report("play-mode-exit", exe, () => UnityEditor.EditorApplication.RaisePlayModeStateChanged(UnityEditor.PlayModeStateChange.ExitingPlayMode));
+        Report("script-reload", exe, UnityEditor.AssemblyReloadEvents.RaiseBeforeAssemblyReload);
+        runHooks(typeof(UnityEngine.RuntimeInitializeOnLoadMethodAttribute));
+        runHooks(typeof(UnityEngine.RuntimeInitializeOnLoadMethodAttribute));
+        Report("player-quit", exe, UnityEngine.Application.RaiseQuitting);
+        return 0;
+    }
+
+    static void Report(string step, string exe, Action unityEvent)
+    {
+        var transport = StdioTransport.Start(new OamdProcessOptions { ExecutablePath = exe });
+        int pid = transport.ProcessId;
+        var client = OamdClient.ConnectAsync(transport, null).GetAwaiter().GetResult();
+        var edit = OamdClient.ConnectAsync(StdioTransport.Start(new OamdProcessOptions { ExecutablePath = exe }), null)
+            .GetAwaiter().GetResult();
+        unityEvent();
+        Console.WriteLine(step + ": " + client.State + " daemon-exited=" + (Exited(pid) ? "yes" : "no"));
+        edit.Dispose();
+    }
+#endif
 
     static void Note(string what)
     {

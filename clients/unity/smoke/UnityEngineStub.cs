@@ -1,5 +1,6 @@
 // Just enough of UnityEngine for mcs to compile the package's UNITY_5_3_OR_NEWER code and the sample
-// outside Unity (tests/test_unity_package.py). Never shipped; the signatures match UnityEngine's.
+// outside Unity (tests/test_unity_package.py). Never shipped; the signatures match UnityEngine's, and the
+// Raise* methods (not UnityEngine's) let the scenario play the engine's part.
 
 using System;
 
@@ -25,6 +26,19 @@ namespace UnityEngine
     public static class Application
     {
         public static string streamingAssetsPath { get { return "StreamingAssets"; } }
+        public static event Action quitting;
+
+        /// <summary>Not UnityEngine's: what the engine does when the player quits, for the scenario.</summary>
+        public static void RaiseQuitting() { var q = quitting; if (q != null) q(); }
+    }
+
+    public enum RuntimeInitializeLoadType { AfterSceneLoad, BeforeSceneLoad, AfterAssembliesLoaded, BeforeSplashScreen, SubsystemRegistration }
+
+    [AttributeUsage(AttributeTargets.Method)]
+    public sealed class RuntimeInitializeOnLoadMethodAttribute : Attribute
+    {
+        public RuntimeInitializeOnLoadMethodAttribute() { }
+        public RuntimeInitializeOnLoadMethodAttribute(RuntimeInitializeLoadType loadType) { }
     }
 
     public sealed class TooltipAttribute : Attribute

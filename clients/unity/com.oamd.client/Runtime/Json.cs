@@ -1,6 +1,8 @@
 // Json: the package's only JSON code, so it needs no dependency (Unity's JsonUtility cannot read free-form
 // objects). Objects are Dictionary<string, object>, arrays List<object>, integers long, other numbers double.
-// Write also takes any IDictionary<string, object>, IEnumerable, IJsonValue and the CLR number types.
+// Write also takes any IDictionary (keys as text), IEnumerable, IJsonValue and the CLR number types.
+// Both directions stop at MaxDepth levels of nesting, so a hostile line or a cyclic value raises an
+// exception instead of a StackOverflowException, which no code can catch and which ends the whole player.
 
 using System;
 using System.Collections;
@@ -18,30 +20,37 @@ namespace Oamd
 
     public static class Json
     {
+        /// <summary>Deepest nesting of arrays and objects Read and Write accept: four times what the daemon
+        /// takes in one line (128), so nothing it sends is refused, and far from the stack's end.</summary>
+        public const int MaxDepth = 512;
+
         /// <summary>Compact JSON text of <paramref name="value"/>, on one line.</summary>
         public static string Write(object value)
         {
             var sb = new StringBuilder();
-            WriteValue(sb, value);
+            WriteValue(sb, value, 0);
             return sb.ToString();
         }
 
-        /// <summary>Parses one JSON value. Raises FormatException on malformed text.</summary>
+        /// <summary>Parses one JSON value. Raises FormatException on malformed or too deeply nested text.
+        /// A number too large for a double reads as an infinity.</summary>
         public static object Read(string text)
         {
             int i = 0;
-            object value = ReadValue(text, ref i);
+            object value = ReadValue(text, ref i, 0);
             SkipSpace(text, ref i);
             if (i != text.Length) throw new FormatException("Trailing characters after the JSON value at " + i + ".");
             return value;
         }
 
-        static void WriteValue(StringBuilder sb, object v)
+        static void WriteValue(StringBuilder sb, object v, int depth)
         {
+            if (depth > MaxDepth)
+                throw new ArgumentException("A value to send is nested deeper than " + MaxDepth + " levels (a cycle?).");
             if (v == null) sb.Append("null");
             else if (v is string) WriteString(sb, (string)v);
             else if (v is bool) sb.Append((bool)v ? "true" : "false");
-            else if (v is IJsonValue) WriteValue(sb, ((IJsonValue)v).ToJson());
+            else if (v is IJsonValue) WriteValue(sb, ((IJsonValue)v).ToJson(), depth + 1);
             else if (v is double || v is float || v is decimal) WriteDouble(sb, Convert.ToDouble(v, CultureInfo.InvariantCulture));
             else if (v is IConvertible && IsInteger((IConvertible)v)) sb.Append(Convert.ToString(v, CultureInfo.InvariantCulture));
             else if (v is IDictionary<string, object>)
@@ -54,7 +63,23 @@ namespace Oamd
                     first = false;
                     WriteString(sb, kv.Key);
                     sb.Append(':');
-                    WriteValue(sb, kv.Value);
+                    WriteValue(sb, kv.Value, depth + 1);
+                }
+                sb.Append('}');
+            }
+            else if (v is IDictionary)
+            {
+                // Dictionary<string, int>, Hashtable…: without this branch they are IEnumerable and would be
+                // written as an array of "[key, value]" strings.
+                sb.Append('{');
+                bool first = true;
+                foreach (DictionaryEntry entry in (IDictionary)v)
+                {
+                    if (!first) sb.Append(',');
+                    first = false;
+                    WriteString(sb, Convert.ToString(entry.Key, CultureInfo.InvariantCulture));
+                    sb.Append(':');
+                    WriteValue(sb, entry.Value, depth + 1);
                 }
                 sb.Append('}');
             }
@@ -66,7 +91,7 @@ namespace Oamd
                 {
                     if (!first) sb.Append(',');
                     first = false;
-                    WriteValue(sb, item);
+                    WriteValue(sb, item, depth + 1);
                 }
                 sb.Append(']');
             }
@@ -117,12 +142,14 @@ namespace Oamd
             return s[i];
         }
 
-        static object ReadValue(string s, ref int i)
+        static object ReadValue(string s, ref int i, int depth)
         {
             SkipSpace(s, ref i);
             char c = Peek(s, i);
-            if (c == '{') return ReadObject(s, ref i);
-            if (c == '[') return ReadArray(s, ref i);
+            if ((c == '{' || c == '[') && depth >= MaxDepth)
+                throw new FormatException("JSON nested deeper than " + MaxDepth + " levels at " + i + ".");
+            if (c == '{') return ReadObject(s, ref i, depth + 1);
+            if (c == '[') return ReadArray(s, ref i, depth + 1);
             if (c == '"') return ReadString(s, ref i);
             if (string.CompareOrdinal(s, i, "true", 0, 4) == 0) { i += 4; return true; }
             if (string.CompareOrdinal(s, i, "false", 0, 5) == 0) { i += 5; return false; }
@@ -133,10 +160,19 @@ namespace Oamd
             string number = s.Substring(start, i - start);
             long integer;
             if (long.TryParse(number, NumberStyles.AllowLeadingSign, CultureInfo.InvariantCulture, out integer)) return integer;
-            return double.Parse(number, NumberStyles.Float, CultureInfo.InvariantCulture);
+            try
+            {
+                return double.Parse(number, NumberStyles.Float, CultureInfo.InvariantCulture);
+            }
+            catch (OverflowException)
+            {
+                // .NET Framework and Mono raise where .NET Core returns an infinity; a 400-digit integer
+                // another client stored in a world must not stop the reader.
+                return number[0] == '-' ? double.NegativeInfinity : double.PositiveInfinity;
+            }
         }
 
-        static Dictionary<string, object> ReadObject(string s, ref int i)
+        static Dictionary<string, object> ReadObject(string s, ref int i, int depth)
         {
             var obj = new Dictionary<string, object>();
             i++;
@@ -148,7 +184,7 @@ namespace Oamd
                 string key = ReadString(s, ref i);
                 SkipSpace(s, ref i);
                 Expect(s, ref i, ':');
-                obj[key] = ReadValue(s, ref i);
+                obj[key] = ReadValue(s, ref i, depth);
                 SkipSpace(s, ref i);
                 if (Peek(s, i) == ',') { i++; continue; }
                 Expect(s, ref i, '}');
@@ -156,7 +192,7 @@ namespace Oamd
             }
         }
 
-        static List<object> ReadArray(string s, ref int i)
+        static List<object> ReadArray(string s, ref int i, int depth)
         {
             var list = new List<object>();
             i++;
@@ -164,7 +200,7 @@ namespace Oamd
             if (Peek(s, i) == ']') { i++; return list; }
             while (true)
             {
-                list.Add(ReadValue(s, ref i));
+                list.Add(ReadValue(s, ref i, depth));
                 SkipSpace(s, ref i);
                 if (Peek(s, i) == ',') { i++; continue; }
                 Expect(s, ref i, ']');
@@ -196,8 +232,11 @@ namespace Oamd
                     case 'b': sb.Append('\b'); break;
                     case 'f': sb.Append('\f'); break;
                     case 'u':
-                        if (i + 4 > s.Length) throw new FormatException("Unexpected end of JSON.");
-                        sb.Append((char)Convert.ToInt32(s.Substring(i, 4), 16));
+                        int code;
+                        if (i + 4 > s.Length || !int.TryParse(s.Substring(i, 4), NumberStyles.AllowHexSpecifier,
+                                CultureInfo.InvariantCulture, out code))
+                            throw new FormatException("Expected four hex digits after \\u at " + i + ".");
+                        sb.Append((char)code);
                         i += 4;
                         break;
                     default: sb.Append(e); break;  // \" \\ \/

@@ -70,6 +70,9 @@ namespace Oamd
             _writer = new Thread(WriteLoop) { IsBackground = true, Name = "oamd-writer" };
             _writer.Start();
             new Thread(ReadLoop) { IsBackground = true, Name = "oamd-reader" }.Start();
+#if UNITY_5_3_OR_NEWER
+            OamdLifetime.Track(this);  // closed when play mode ends, scripts reload or the player quits
+#endif
         }
 
         /// <summary>Spawns the daemon (`oamd stdio`) and initializes. Raises FileNotFoundException when the
@@ -199,14 +202,22 @@ namespace Oamd
 
         void ReadLoop()
         {
-            string line;
-            while ((line = _transport.ReadLine()) != null)
+            try
             {
-                if (line.Trim().Length == 0) continue;
-                Dictionary<string, object> message;
-                try { message = Json.Read(line) as Dictionary<string, object>; }
-                catch (FormatException) { continue; }  // the daemon only writes JSON; a stray line is not ours to judge
-                if (message != null) Handle(message);
+                string line;
+                while ((line = _transport.ReadLine()) != null)
+                {
+                    if (line.Trim().Length == 0) continue;
+                    Dictionary<string, object> message;
+                    try { message = Json.Read(line) as Dictionary<string, object>; }
+                    catch (FormatException) { continue; }  // the daemon only writes JSON; a stray line is not ours to judge
+                    if (message != null) Handle(message);
+                }
+            }
+            catch (Exception ex)
+            {
+                // Never leave the thread without closing: waiting calls would otherwise wait forever.
+                Close("Reading from oamd failed: " + ex.Message);
             }
             Close(_transport.CloseReason);
         }
@@ -245,6 +256,9 @@ namespace Oamd
         {
             if (Interlocked.Exchange(ref _closed, 1) != 0) return;
             _closeReason = reason;
+#if UNITY_5_3_OR_NEWER
+            OamdLifetime.Forget(this);
+#endif
             _outbox.CompleteAdding();
             foreach (var id in _pending.Keys)
             {
