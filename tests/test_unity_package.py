@@ -262,8 +262,24 @@ def windows_argv(line: str) -> list[str]:
 
 async def test_the_argument_line_reads_back_unchanged_by_the_windows_rules(scenario_exe):
     tricky = [
-        "C:\\Program Files\\oamd\\", "\\\\server\\share\\", "a\\\\b", 'a\\"b', 'tail\\\\"', '"', '\\"',
-        '""', 'x"y"z', "", " ", "\t", "tab\there", "line\nbreak", "ünï ✓", "it's", "%PATH%", "a=b",
+        "C:\\Program Files\\oamd\\",
+        "\\\\server\\share\\",
+        "a\\\\b",
+        'a\\"b',
+        'tail\\\\"',
+        '"',
+        '\\"',
+        '""',
+        'x"y"z',
+        "",
+        " ",
+        "\t",
+        "tab\there",
+        "line\nbreak",
+        "ünï ✓",
+        "it's",
+        "%PATH%",
+        "a=b",
         "llamacpp:C:\\models\\My Model.gguf",
     ]
     with anyio.fail_after(RUN_SECONDS):
@@ -317,8 +333,14 @@ async def test_json_reads_and_writes_what_the_daemon_and_games_hand_it(scenario_
         )
     out = result.stdout.decode("utf-8").splitlines()
     # integers stay exact longs; a number beyond a double reads as infinity (written as null)
-    assert json.loads(out[0]) == {"n": 9007199254740993, "d": 1.5, "e": 1000.0, "neg": 0, "big": None}
-    assert json.loads(out[1]) == {"s": "ünï 😀 \u2028 \" \\ / \n"}
+    assert json.loads(out[0]) == {
+        "n": 9007199254740993,
+        "d": 1.5,
+        "e": 1000.0,
+        "neg": 0,
+        "big": None,
+    }
+    assert json.loads(out[1]) == {"s": 'ünï 😀 \u2028 " \\ / \n'}
     assert out[2] == "[" * 512 + "]" * 512
     # deeper than Json.MaxDepth: a FormatException, never a stack overflow that ends the player
     assert out[3:6] == ["FormatException"] * 3
@@ -378,11 +400,17 @@ def test_every_typed_call_names_a_protocol_method_and_only_its_params():
             used = {next(g for g in m if g) for m in key.findall(body)}
             if "request.ToJson()" in body:  # decision/decide spreads a DecisionRequest
                 used |= {"situation", "options", "actor", "context", "tools", "fallbackOptionID"}
-            assert used <= allowed, f"{path.name} {method}: {sorted(used - allowed)} not in its params"
+            assert used <= allowed, (
+                f"{path.name} {method}: {sorted(used - allowed)} not in its params"
+            )
     # initialize is sent by OamdClient.cs itself
     client = (RUNTIME / "OamdClient.cs").read_text(encoding="utf-8")
-    init = client[client.index('RequestAsync("initialize"') - 400 : client.index('RequestAsync("initialize"')]
-    assert {"protocolVersion", "client", "auth"} <= param_names(bridge["initialize"]["params"], defs)
+    init = client[
+        client.index('RequestAsync("initialize"') - 400 : client.index('RequestAsync("initialize"')
+    ]
+    assert {"protocolVersion", "client", "auth"} <= param_names(
+        bridge["initialize"]["params"], defs
+    )
     assert all(f'"{k}"' in init for k in ("protocolVersion", "client", "auth"))
     # the API covers the protocol, apart from the two validation helpers reached by RequestAsync
     assert set(bridge) - called - {"initialize"} == {"schema/validate", "tools/validate"}
