@@ -26,8 +26,6 @@ $(STAMP): pyproject.toml
 		$(PY) -m pip install --quiet '$(PYJNIUS)' || echo "pyjnius unavailable: the JVM tests will be skipped"
 	touch $(STAMP)
 
-# vulture: dead code at 80 % confidence (unused imports and variables, unreachable code); the
-# public API's names that nothing in the tree calls are below that threshold by design
 test: lint dist
 	$(PY) -m pytest
 
@@ -61,6 +59,8 @@ dist/onefile/oamd: $(DIST_SOURCES) | $(STAMP)
 bench-dist: dist dist-onefile
 	$(PY) bench/dist_cold_start.py
 
+# vulture: dead code at 80 % confidence (unused imports and variables, unreachable code); the
+# public API's names that nothing in the tree calls are below that threshold by design
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
