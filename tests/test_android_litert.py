@@ -216,3 +216,35 @@ async def test_closing_the_backend_while_a_conversation_is_being_created_closes_
     assert jvm.run_blocking(engine.aliveConversations) == 0
     assert list(jvm.run_blocking(engine.violations)) == []
     assert jvm.registered() == 0
+
+
+async def test_a_request_after_the_backend_closed_is_model_unavailable_and_leaves_nothing(
+    jvm,  # noqa: F811
+    engine,
+    tmp_path,
+):
+    native = backend(jvm, tmp_path)
+    model = LiteRtModel(native, jvm)
+    jvm.run_blocking(native.close)
+    with pytest.raises(ModelError) as caught, anyio.fail_after(5):
+        async for _ in model.generate(ask()):
+            pass
+    assert (caught.value.name, "closed" in caught.value.message) == ("model_unavailable", True)
+    assert jvm.registered() == 0
+    assert jvm.run_blocking(engine.createdConversations) == 0
+
+
+async def test_a_conversation_that_cannot_be_opened_is_generation_failed_not_a_guardrail(
+    jvm,  # noqa: F811
+    engine,
+    tmp_path,
+):
+    jvm.run_blocking(engine.failNextCreate, "a session already exists")
+    native = backend(jvm, tmp_path)
+    with pytest.raises(ModelError) as caught, anyio.fail_after(5):
+        async for _ in LiteRtModel(native, jvm).generate(ask()):
+            pass
+    assert caught.value.name == "generation_failed"
+    assert "could not open a conversation" in caught.value.message
+    jvm.run_blocking(native.close)
+    assert jvm.registered() == 0

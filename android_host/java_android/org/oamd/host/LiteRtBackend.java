@@ -19,6 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -80,6 +81,8 @@ public final class LiteRtBackend implements OamdBackend {
     private final int contextTokens;
     private final String loadError;
     private final long watchdogMillis;
+    /** Set by close(): a conversation asked for after it is refused, not left in {@code running}. */
+    private volatile boolean closing;
     private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(
             daemon("oamd-litert-watchdog"));
     /** Opens and closes conversations, one at a time and in order. */
@@ -169,6 +172,10 @@ public final class LiteRtBackend implements OamdBackend {
             sink.onError(ErrorCodes.NOT_AVAILABLE, "LiteRT-LM could not load " + modelPath + ": " + loadError, 0);
             return id;
         }
+        if (closing) {
+            sink.onError(ErrorCodes.NOT_AVAILABLE, "LiteRT-LM is closed", 0);
+            return id;
+        }
         Call call = new Call(id, sink);
         if (continues) {
             Live l;
@@ -237,8 +244,8 @@ public final class LiteRtBackend implements OamdBackend {
         Live l;
         try {
             l = new Live(key, engine.createConversation(config));
-        } catch (Throwable ex) {
-            call.finish(() -> call.sink.onError(ErrorCodes.REQUEST_PROCESSING_ERROR, "bad request: " + ex, 0), false);
+        } catch (Throwable ex) { // e.g. one left open after its decode outlived the close wait
+            call.finish(() -> call.sink.onError(ErrorCodes.UNKNOWN, "could not open a conversation: " + ex, 0), false);
             call.decodeEnded();
             return;
         }
@@ -277,7 +284,7 @@ public final class LiteRtBackend implements OamdBackend {
             call.live.conversation.sendMessageAsync(prompt, call);
         } catch (Throwable ex) {
             call.decodeEnded(); // nothing was started
-            call.finish(() -> call.sink.onError(ErrorCodes.REQUEST_PROCESSING_ERROR, "bad request: " + ex, 0), false);
+            call.finish(() -> call.sink.onError(ErrorCodes.UNKNOWN, "could not send the message: " + ex, 0), false);
             return;
         }
         // a cancel that came between attach and send was cleared by the send's new turn
@@ -345,9 +352,22 @@ public final class LiteRtBackend implements OamdBackend {
             this.sink = sink;
         }
 
-        synchronized void arm() {
-            if (watchdog != null) watchdog.cancel(false);
-            if (!ended.get()) watchdog = timers.schedule(this::fire, watchdogMillis, TimeUnit.MILLISECONDS);
+        void arm() {
+            boolean closed = false;
+            synchronized (this) {
+                if (watchdog != null) watchdog.cancel(false);
+                if (ended.get()) return;
+                try {
+                    watchdog = timers.schedule(this::fire, watchdogMillis, TimeUnit.MILLISECONDS);
+                } catch (RejectedExecutionException e) { // close() ran meanwhile: none will end it
+                    closed = true;
+                }
+            }
+            if (closed) {
+                boolean decoding = cancelDecode();
+                finish(() -> sink.onError(ErrorCodes.NOT_AVAILABLE, "LiteRT-LM is closed", 0), false);
+                if (!decoding) decodeEnded();
+            }
         }
 
         private void fire() {
@@ -462,6 +482,7 @@ public final class LiteRtBackend implements OamdBackend {
 
     @Override
     public void close() {
+        closing = true;
         List<Call> calls = new ArrayList<>(running.values());
         for (Call c : calls) cancel(c.id);
         dropLive();

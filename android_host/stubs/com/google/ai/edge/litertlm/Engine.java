@@ -15,6 +15,11 @@ public final class Engine implements AutoCloseable {
     }
     public Conversation createConversation(ConversationConfig config) {
         if (!initialized) throw new IllegalStateException("Engine is not initialized.");
+        String fail = FakeLiteRtLm.failNextCreate;
+        if (fail != null) {
+            FakeLiteRtLm.failNextCreate = null;
+            throw new IllegalStateException(fail);
+        }
         if (FakeLiteRtLm.alive.get() > 0) {
             FakeLiteRtLm.violation("a second conversation while one is alive");
             throw new IllegalStateException("FAILED_PRECONDITION: A session already exists. Only one session is supported at a time.");

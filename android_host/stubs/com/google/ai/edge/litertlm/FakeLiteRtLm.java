@@ -27,6 +27,7 @@ public final class FakeLiteRtLm {
     static volatile long createMillis;
     static volatile boolean creating;
     static volatile String failNext;
+    static volatile String failNextCreate;
     static volatile EngineConfig engineConfig;
     static volatile ConversationConfig conversationConfig;
     static volatile boolean engineClosed;
@@ -49,6 +50,7 @@ public final class FakeLiteRtLm {
         createMillis = 0;
         creating = false;
         failNext = null;
+        failNextCreate = null;
         engineConfig = null;
         conversationConfig = null;
         engineClosed = false;
@@ -80,6 +82,8 @@ public final class FakeLiteRtLm {
 
     /** The next decode streams its reply, then fails with this message (a native error). */
     public static void failNext(String message) { failNext = message; }
+    /** The next createConversation throws IllegalStateException(message). */
+    public static void failNextCreate(String message) { failNextCreate = message; }
 
     public static void setHang(boolean hang) { FakeLiteRtLm.hang = hang; }
     public static void setCancelLagMillis(long millis) { cancelLagMillis = millis; }
