@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from time import perf_counter, sleep
@@ -362,15 +362,30 @@ def throughput(spec: ServerSpec, count: int, rounds: int, timeout: float) -> Thr
 # --- cold start -------------------------------------------------------------------------
 
 
+def first_reply_ms(spec: ServerSpec, *then: Message, timeout: float = 20.0) -> float:
+    """Milliseconds from spawn to the reply to the server's opening request (and to each of
+    ``then`` after it)."""
+    started = perf_counter()
+    with spawn(spec) as server:
+        server.call(spec.opening(), timeout=timeout)
+        for message in then:
+            server.call(message, timeout=timeout)
+        return (perf_counter() - started) * 1000
+
+
 def cold_start_ms(spec: ServerSpec, runs: int) -> list[float]:
     """Milliseconds from spawn to the reply to the server's opening request, per run."""
-    samples: list[float] = []
+    return [first_reply_ms(spec, timeout=10.0) for _ in range(runs)]
+
+
+def interleaved_medians(variants: dict[str, Callable[[], float]], runs: int) -> dict[str, float]:
+    """Each variant's median over ``runs`` rounds, every round running each variant once (a slow
+    moment of the machine hits all of them alike)."""
+    samples: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(runs):
-        started = perf_counter()
-        with spawn(spec) as server:
-            server.call(spec.opening(), timeout=10.0)
-            samples.append((perf_counter() - started) * 1000)
-    return samples
+        for name, run in variants.items():
+            samples[name].append(run())
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 # --- latency under load -----------------------------------------------------------------

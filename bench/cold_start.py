@@ -12,11 +12,9 @@ floor.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-from time import perf_counter
 
-from _harness import ECHO, OAMD, spawn, write_json
+from _harness import ECHO, OAMD, first_reply_ms, interleaved_medians, write_json
 
 SESSION_CREATE = {
     "jsonrpc": "2.0",
@@ -24,15 +22,6 @@ SESSION_CREATE = {
     "method": "session/create",
     "params": {"model": {"type": "scripted", "steps": [{"text": "Hi."}]}},
 }
-
-
-def first_reply_ms(spec, *then) -> float:
-    started = perf_counter()
-    with spawn(spec) as server:
-        server.call(spec.opening(), timeout=10.0)
-        for message in then:
-            server.call(message, timeout=10.0)
-        return (perf_counter() - started) * 1000
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,11 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         "oamd initialize": lambda: first_reply_ms(OAMD),
         "oamd + session/create": lambda: first_reply_ms(OAMD, SESSION_CREATE),
     }
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(args.runs):
-        for name, run in variants.items():
-            samples[name].append(run())
-    medians = {name: statistics.median(values) for name, values in samples.items()}
+    medians = interleaved_medians(variants, args.runs)
     floor = medians["floor (echo)"]
     report = {name: {"median_ms": m, "vs_floor": m / floor} for name, m in medians.items()}
     if args.json:

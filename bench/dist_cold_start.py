@@ -13,21 +13,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-from time import perf_counter
 
-from _harness import OAMD, OAMD_INITIALIZE, REPO_ROOT, ServerSpec, spawn, write_json
+from _harness import (
+    OAMD,
+    OAMD_INITIALIZE,
+    REPO_ROOT,
+    ServerSpec,
+    first_reply_ms,
+    interleaved_medians,
+    write_json,
+)
 
 ONE_FOLDER = os.path.join(REPO_ROOT, "dist", "oamd", "oamd")
 ONE_FILE = os.path.join(REPO_ROOT, "dist", "onefile", "oamd")
-
-
-def first_reply_ms(spec: ServerSpec) -> float:
-    started = perf_counter()
-    with spawn(spec) as server:
-        server.call(spec.opening(), timeout=20.0)
-    return (perf_counter() - started) * 1000
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,11 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         "one folder": ServerSpec("one folder", (ONE_FOLDER, "stdio"), (OAMD_INITIALIZE,)),
         "one file": ServerSpec("one file", (ONE_FILE, "stdio"), (OAMD_INITIALIZE,)),
     }
-    samples: dict[str, list[float]] = {name: [] for name in specs}
-    for _ in range(args.runs):
-        for name, spec in specs.items():
-            samples[name].append(first_reply_ms(spec))
-    medians = {name: statistics.median(values) for name, values in samples.items()}
+    medians = interleaved_medians(
+        {name: lambda spec=spec: first_reply_ms(spec) for name, spec in specs.items()}, args.runs
+    )
     base = medians["python -m oamd"]
     report = {name: {"median_ms": m, "vs_python": m / base} for name, m in medians.items()}
     if args.json:
