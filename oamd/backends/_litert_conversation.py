@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import orjson
 
 from oamd.backends.base import ChatMessage
+from oamd.backends.mlkit import system_instruction, tool_result_text
 
 __all__ = ["ConversationPlan", "ConversationReuse", "Turn", "conversation_turns"]
 
@@ -35,7 +36,7 @@ def conversation_turns(messages: Sequence[ChatMessage]) -> tuple[str | None, lis
     """(system instruction, turns): system messages become the instruction; assistant messages
     model turns; user and tool messages user turns, consecutive ones joined by a blank line (a
     LiteRT-LM send is one message, so several new ones must arrive as one, fresh or not)."""
-    system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content) or None
+    system = system_instruction(messages)
     turns: list[Turn] = []
     for message in messages:
         if message.role == "system":
@@ -44,10 +45,7 @@ def conversation_turns(messages: Sequence[ChatMessage]) -> tuple[str | None, lis
             calls = [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls]
             turns.append(("model", message.content or orjson.dumps(calls).decode()))
             continue
-        text = message.content
-        if message.role == "tool":
-            output = message.content or orjson.dumps(message.output).decode()
-            text = f"Tool result ({message.tool_name or 'tool'}): {output}"
+        text = tool_result_text(message) if message.role == "tool" else message.content
         if turns and turns[-1][0] == "user":
             turns[-1] = ("user", f"{turns[-1][1]}\n\n{text}")
         else:

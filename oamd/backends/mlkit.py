@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -203,17 +203,27 @@ class _Start:
         self.request_id: int | None = None
 
 
+def system_instruction(messages: Sequence[ChatMessage]) -> str | None:
+    """The system messages' text, joined: the model's instruction (None when there is none)."""
+    return "\n\n".join(m.content for m in messages if m.role == "system" and m.content) or None
+
+
+def tool_result_text(message: ChatMessage) -> str:
+    """How a ``tool`` message reads to a model without a tool role."""
+    output = message.content or orjson.dumps(message.output).decode()
+    return f"Tool result ({message.tool_name or 'tool'}): {output}"
+
+
 def render_prompt(messages: list[ChatMessage]) -> tuple[str | None, str]:
     """(system instruction, prompt text) for a model without roles: system messages become the
     instruction; the rest is a labelled transcript ending with the reply cue."""
-    system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content) or None
+    system = system_instruction(messages)
     lines: list[str] = []
     for message in messages:
         if message.role == "system":
             continue
         if message.role == "tool":
-            output = message.content or orjson.dumps(message.output).decode()
-            lines.append(f"Tool result ({message.tool_name or 'tool'}): {output}")
+            lines.append(tool_result_text(message))
         else:
             label = "User" if message.role == "user" else "Assistant"
             lines.append(f"{label}: {message.content}")
