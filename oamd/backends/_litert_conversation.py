@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import orjson
 
+from oamd.backends._jvm_prompt import system_instruction, tool_result_text
 from oamd.backends.base import ChatMessage
-from oamd.backends.mlkit import system_instruction, tool_result_text
 
 __all__ = ["ConversationPlan", "ConversationReuse", "Turn", "conversation_turns"]
 

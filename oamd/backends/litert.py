@@ -19,13 +19,14 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from oamd.backends._jvm_prompt import render_prompt
 from oamd.backends._litert_conversation import (
     ConversationPlan,
     ConversationReuse,
     conversation_turns,
 )
 from oamd.backends.base import GenerationRequest
-from oamd.backends.mlkit import MlKitModel, Settler, Starter, render_prompt
+from oamd.backends.mlkit import MlKitModel, Settler, Starter
 
 __all__ = ["LITERT_WATCHDOG_SECONDS", "LiteRtModel"]
 

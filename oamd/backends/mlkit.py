@@ -1,8 +1,9 @@
 """Gemini Nano through ML Kit (or any ``org.oamd.host.OamdBackend``) as a text-only model.
 
-Owns the request shape sent to Java (one prompt plus an options JSON), the error table (ML Kit's
-``GenAiException`` codes mapped exactly as open-android-models maps them), the availability
-mapping and the watchdog. Leaves the JVM thread and callback lifetimes to ``oamd.backends.jvm``
+Owns the request shape sent to Java (one prompt plus an options JSON) and the watchdog; the error
+table and the availability mapping (ML Kit's ``GenAiException`` codes mapped exactly as
+open-android-models maps them) are ``oamd.backends._genai_codes``'s, the prompt rendering
+``oamd.backends._jvm_prompt``'s. Leaves the JVM thread and callback lifetimes to ``oamd.backends.jvm``
 and the tool loop to the agent's envelope loop (``native_tools=False``: the Prompt API has no
 tools, roles or chat), and a ``downloadable`` model's download: the first availability check that
 finds it starts it (once), later checks report its bytes. Guarantees: every failure is a
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -25,9 +26,17 @@ from typing import Any
 import anyio
 import orjson
 
+from oamd.backends._genai_codes import (
+    BACKGROUND_USE_BLOCKED,
+    CODE_NAMES,
+    DEFAULT_RETRY_AFTER_SECONDS,
+    availability_from_status,
+    error_from_code,
+    progress_text,
+)
+from oamd.backends._jvm_prompt import render_prompt
 from oamd.backends.base import (
     Availability,
-    ChatMessage,
     GenerationEvent,
     GenerationRequest,
     LanguageModel,
@@ -43,6 +52,7 @@ __all__ = [
     "BACKGROUND_USE_BLOCKED",
     "CODE_NAMES",
     "DEFAULT_MAX_OUTPUT_TOKENS",
+    "DEFAULT_RETRY_AFTER_SECONDS",
     "DEFAULT_TOKEN_LIMIT",
     "WATCHDOG_SECONDS",
     "MlKitModel",
@@ -70,123 +80,6 @@ Starter = Callable[[Any], int]
 Settler = Callable[[str | None], None]
 """Hears how a generation ended: its raw reply text when it finished, else None."""
 
-DEFAULT_RETRY_AFTER_SECONDS = 5.0
-"""``retry_after`` for a ``rate_limited`` failure whose backend gave no delay."""
-
-_RATE_LIMITED = {9: "BUSY", 27: "PER_APP_BATTERY_USE_QUOTA_EXCEEDED",
-                 28: "PER_DEVICE_BATTERY_USE_QUOTA_EXCEEDED"}  # fmt: skip
-_GUARDRAIL = {4: "REQUEST_PROCESSING_ERROR", 11: "RESPONSE_PROCESSING_ERROR",
-              15: "RESPONSE_GENERATION_ERROR"}  # fmt: skip
-_TOO_LARGE = {12: "REQUEST_TOO_LARGE"}
-_UNAVAILABLE = {8: "NOT_AVAILABLE", 16: "NOT_SUPPORTED", 501: "NOT_ENOUGH_DISK_SPACE",
-                604: "NEEDS_SYSTEM_UPDATE", -101: "AICORE_INCOMPATIBLE",
-                30: "BACKGROUND_USE_BLOCKED"}  # fmt: skip
-_CANCELLED = {7: "CANCELLED"}
-_INVALID_REQUEST = {-100: "REQUEST_TOO_SMALL", -102: "INVALID_INPUT_IMAGE"}
-_INVALID_SCHEMA = {-104: "STRUCTURED_OUTPUT_REQUEST_ERROR"}
-_FAILED = {0: "UNKNOWN", -103: "CACHE_PROCESSING_ERROR", -105: "STRUCTURED_OUTPUT_RESPONSE_ERROR",
-           -106: "STRUCTURED_OUTPUT_MAX_TOKENS_ERROR", -107: "AUDIO_BUFFER_OVERFLOW"}  # fmt: skip
-
-CODE_NAMES: dict[int, tuple[str, str]] = {
-    code: (label, error)
-    for table, error in (
-        (_RATE_LIMITED, "rate_limited"),
-        (_GUARDRAIL, "guardrail_violation"),
-        (_TOO_LARGE, "context_size_exceeded"),
-        (_UNAVAILABLE, "model_unavailable"),
-        (_CANCELLED, "cancelled"),
-        (_INVALID_REQUEST, "invalid_request"),
-        (_INVALID_SCHEMA, "invalid_schema"),
-        (_FAILED, "generation_failed"),
-    )
-    for code, label in table.items()
-}
-"""ML Kit ``GenAiException`` code → (its name, the ``ModelError`` name); any other code is
-``generation_failed`` (open-android-models' table, ``android-design.md`` §7.7)."""
-
-_UNAVAILABLE_REASONS = {
-    -101: "aicore_unavailable",
-    604: "needs_system_update",
-    501: "not_enough_disk_space",
-    8: "model_not_ready",
-    16: "model_not_ready",
-}
-"""``checkStatus`` failure code → ``model/availability`` ``reason``; others are ``unknown``."""
-
-
-BACKGROUND_USE_BLOCKED = 30
-"""AICore's code when the calling app is not the top foreground app: no delay fixes it, only the
-game coming back to the front, so it is ``model_unavailable`` with ``data.reason: "background"``."""
-
-_ERROR_REASONS = {BACKGROUND_USE_BLOCKED: "background"}
-"""Code → ``data.reason`` of the ``ModelError``, where the name alone does not say why."""
-
-
-def error_from_code(
-    code: int, message: str, retry_after_millis: int = 0, *, label: str = "Gemini Nano"
-) -> ModelError:
-    """The ``ModelError`` for a backend failure, worded ``<label>: <detail> (ML Kit <NAME>,
-    <code>)``. ``retry_after`` is set for ``rate_limited`` only (the backend's delay when it gave
-    one, else ``DEFAULT_RETRY_AFTER_SECONDS``); ``data.reason`` for the codes of
-    ``_ERROR_REASONS`` (``background``: retry once the game is in front again)."""
-    code_name, name = CODE_NAMES.get(code, ("UNKNOWN", "generation_failed"))
-    detail = message or code_name.replace("_", " ").lower()
-    text = f"{label}: {detail} (ML Kit {code_name}, {code})"
-    if name == "rate_limited":
-        delay = retry_after_millis / 1000 if retry_after_millis > 0 else DEFAULT_RETRY_AFTER_SECONDS
-        return ModelError(name, text, retry_after=delay)
-    error = ModelError(name, text)
-    if code in _ERROR_REASONS:
-        error.data["reason"] = _ERROR_REASONS[code]
-    return error
-
-
-def availability_from_status(status_json: str) -> Availability:
-    """Maps the backend's ``status()`` JSON onto ``model/availability``."""
-    try:
-        raw: dict[str, Any] = orjson.loads(status_json)
-        status = str(raw.get("status", "unavailable"))
-    except (orjson.JSONDecodeError, AttributeError, TypeError):
-        return Availability(False, "unknown", "unavailable", f"unreadable status: {status_json!r}")
-    detail = raw.get("detail")
-    progress = _progress(raw)
-    if progress:
-        detail = f"{detail}; {progress}" if detail else progress
-    context = raw.get("contextSize")
-    context = int(context) if isinstance(context, int) and context > 0 else None
-    if status == "available":
-        return Availability(True, None, "available", detail, context, raw.get("variant"))
-    if status in ("downloadable", "downloading"):
-        done, total = raw.get("bytesDownloaded"), raw.get("totalBytes")
-        return Availability(
-            False,
-            "model_not_ready",
-            status,
-            detail,
-            context,
-            bytes_downloaded=done if isinstance(done, int) and done >= 0 else None,
-            total_bytes=total if isinstance(total, int) and total >= 0 else None,
-        )
-    if "code" in raw:
-        reason = _UNAVAILABLE_REASONS.get(int(raw["code"]), "unknown")
-    else:
-        reason = str(
-            raw.get("reason") or ("device_not_eligible" if status == "unavailable" else "unknown")
-        )
-    return Availability(False, reason, "unavailable", detail, context)
-
-
-def _progress(raw: dict[str, Any]) -> str | None:
-    done, total = raw.get("bytesDownloaded"), raw.get("totalBytes")
-    if not isinstance(done, int):
-        return None
-    return (
-        f"downloaded {done} of {total} bytes"
-        if isinstance(total, int)
-        else f"downloaded {done} bytes"
-    )
-
-
 _CANCELLED_CODE = 7
 """``org.oamd.host.ErrorCodes.CANCELLED``: how an abandoned start ends its guard."""
 
@@ -201,36 +94,6 @@ class _Start:
         self.given_up = False
         self.raised = False
         self.request_id: int | None = None
-
-
-def system_instruction(messages: Sequence[ChatMessage]) -> str | None:
-    """The system messages' text, joined: the model's instruction (None when there is none)."""
-    return "\n\n".join(m.content for m in messages if m.role == "system" and m.content) or None
-
-
-def tool_result_text(message: ChatMessage) -> str:
-    """How a ``tool`` message reads to a model without a tool role."""
-    output = message.content or orjson.dumps(message.output).decode()
-    return f"Tool result ({message.tool_name or 'tool'}): {output}"
-
-
-def render_prompt(messages: list[ChatMessage]) -> tuple[str | None, str]:
-    """(system instruction, prompt text) for a model without roles: system messages become the
-    instruction; the rest is a labelled transcript ending with the reply cue."""
-    system = system_instruction(messages)
-    lines: list[str] = []
-    for message in messages:
-        if message.role == "system":
-            continue
-        if message.role == "tool":
-            lines.append(tool_result_text(message))
-        else:
-            label = "User" if message.role == "user" else "Assistant"
-            lines.append(f"{label}: {message.content}")
-    if len(lines) == 1 and messages[-1].role == "user":
-        return system, messages[-1].content
-    lines.append("Assistant:")
-    return system, "\n\n".join(lines)
 
 
 class MlKitModel(LanguageModel):
@@ -319,7 +182,7 @@ class MlKitModel(LanguageModel):
         if done is None:
             done = found.bytes_downloaded
         total = progress.total_bytes if progress.total_bytes is not None else found.total_bytes
-        detail = _progress({"bytesDownloaded": done, "totalBytes": total})
+        detail = progress_text({"bytesDownloaded": done, "totalBytes": total})
         return replace(
             found,
             status="downloading",
