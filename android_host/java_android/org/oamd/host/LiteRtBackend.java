@@ -381,8 +381,8 @@ public final class LiteRtBackend implements OamdBackend {
         boolean cancelDecode() {
             Live l;
             synchronized (this) { // open() starts no decode once this is set without a live
-                cancelRequested = true;
-                l = live;
+                cancelRequested = true; // before reading ended: see finish()
+                l = ended.get() ? null : live; // ended: cancelling would hit its next turn
             }
             if (l == null) return false;
             try {
@@ -435,7 +435,9 @@ public final class LiteRtBackend implements OamdBackend {
             Live l = live;
             if (l != null) {
                 boolean kept = false;
-                if (keep) {
+                // a cancel that raced this end may have reached the conversation: not kept (it
+                // set cancelRequested before it read ended, which was set above)
+                if (keep && !cancelRequested) {
                     synchronized (lock) {
                         if (!l.dropped) {
                             l.busy = false;
