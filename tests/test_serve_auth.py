@@ -221,3 +221,38 @@ async def test_before_authentication_a_long_line_is_refused_early():
                 await stream.send(b"[" * (128 * 1024))  # no newline: the line is unfinished
                 reply = await read_line(stream)
                 assert refused(reply, "required")
+
+
+def test_a_waiting_connection_whose_line_is_already_here_is_dropped_last():
+    # the ranking rule itself: under a flood every waiting connection may be younger than the
+    # grace, and the client whose initialize has arrived must still not be the one dropped
+    from functools import partial
+    from types import SimpleNamespace
+
+    from oamd.serve.server import _eviction_rank
+
+    now = 100.0
+
+    def waiting_for(age: float, *, unread: bool = False, part: bool = False) -> SimpleNamespace:
+        queue = SimpleNamespace(read_queue=[b"{"] if unread else [])
+        stream = SimpleNamespace(_protocol=queue, extra=lambda *_: None)
+        conn = SimpleNamespace(has_partial_line=part)
+        return SimpleNamespace(stream=stream, conn=conn, connected_at=now - age)
+
+    waiting = {
+        "line here, young": waiting_for(0.05, unread=True),
+        "silent, young": waiting_for(0.01),
+        "part of a line, young": waiting_for(0.02, unread=True, part=True),
+        "line here, old": waiting_for(0.5, unread=True),
+        "part of a line, old": waiting_for(1.0, unread=True, part=True),
+        "silent, old": waiting_for(2.0),
+    }
+    order = sorted(waiting, key=partial(_eviction_rank, waiting, now))
+    assert order == [
+        "part of a line, old",
+        "silent, old",
+        "line here, old",
+        "part of a line, young",
+        "silent, young",
+        "line here, young",
+    ]

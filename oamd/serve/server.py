@@ -34,6 +34,7 @@ import os
 import signal
 import sys
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import anyio
@@ -330,21 +331,14 @@ class Server:
         self._unauthenticated.pop(key).admitted = True
 
     def _make_room_to_authenticate(self) -> None:
-        """Drops a waiting connection, sparing the ones that may be a client whose ``initialize``
-        is on its way: among those connected longer than ``EVICTION_GRACE_SECONDS``, the oldest
-        that has sent nothing (no unread bytes, no part of a line), else the oldest with nothing
-        unread, else the oldest; the oldest of all when every one is that new."""
-        while len(self._unauthenticated) >= self.options.max_pending_auth:
-            waiting = self._unauthenticated
-            settled = anyio.current_time() - EVICTION_GRACE_SECONDS
-            old = [k for k, c in waiting.items() if c.connected_at <= settled]
-            quiet = [k for k in old if not has_unread_bytes(waiting[k].stream)]
-            silent = [k for k in quiet if not waiting[k].conn.has_partial_line]
-            ranked = silent or quiet or old or list(waiting)
-            key = ranked[0]
-            oldest = waiting.pop(key)
-            oldest.evicted = True
-            oldest.conn.stop_reading()
+        """Drops waiting connections until one more fits, the least likely to be a client whose
+        ``initialize`` is on its way first (``_eviction_rank``)."""
+        waiting = self._unauthenticated
+        while len(waiting) >= self.options.max_pending_auth:
+            key = min(waiting, key=partial(_eviction_rank, waiting, anyio.current_time()))
+            dropped = waiting.pop(key)
+            dropped.evicted = True
+            dropped.conn.stop_reading()
             log.info("unauthenticated_dropped", limit=self.options.max_pending_auth)
 
     def _trusted(self, stream: ByteStream, kind: str) -> bool:
@@ -399,6 +393,21 @@ class Server:
             except Exception:
                 log.exception("endpoint_close_failed", endpoint=endpoint.address)
         self.endpoints.clear()
+
+
+def _eviction_rank(
+    waiting: dict[int, _Client], now: float, key: int
+) -> tuple[bool, bool, bool, float]:
+    """Lower is dropped first: a connection past the grace before a young one (a client sends
+    its ``initialize`` at once); then one holding part of a line (a line that never ends);
+    then one that sent nothing; last one whose complete line has arrived unread (a client's
+    ``initialize`` about to be read; a hog streaming a long line holds part of one too).
+    Among equals the earliest connected."""
+    client = waiting[key]
+    young = client.connected_at > now - EVICTION_GRACE_SECONDS
+    part = client.conn.has_partial_line
+    line_here = not part and has_unread_bytes(client.stream)
+    return young, line_here, not part, client.connected_at
 
 
 def _loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
