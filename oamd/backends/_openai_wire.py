@@ -1,25 +1,22 @@
 """OpenAI chat-completions wire shapes, without I/O: the request body built from a
-``GenerationRequest`` (always with an output cap suited to the step's kind), the events decoded from a streamed (SSE) or whole response, and the
-``ModelError`` a failed response maps to.
+``GenerationRequest`` (always with an output cap suited to the step's kind) and the events decoded
+from a streamed (SSE) or whole response; the ``ModelError`` a failed response maps to is
+``oamd.backends._openai_errors``'s.
 
 ``oamd.backends.openai`` owns the HTTP exchange and calls these; keeping them pure lets the
 server differences (``response_format`` forms, ``tool_choice`` forms, ``top_k``) be tested without
-a socket. The error ladder follows the sibling project's table: an error body's ``code``/``type``
-first (``context_length_exceeded`` → ``context_size_exceeded`` …), then the HTTP status (429 →
-``rate_limited`` with ``Retry-After``, 401/403/404 → ``model_unavailable``, 503 → ``busy``, other
-4xx → ``invalid_request``, anything else → ``generation_failed``).
+a socket.
 """
 
 from __future__ import annotations
 
-import email.utils
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import orjson
 
+from oamd.backends._openai_errors import clip, error_from_body, status_of
 from oamd.backends.base import (
     ChatMessage,
     GenerationEvent,
@@ -29,7 +26,7 @@ from oamd.backends.base import (
     Usage,
     estimate_tokens,
 )
-from oamd.errors import MODEL_ERROR_NAMES, ModelError
+from oamd.errors import ModelError
 
 __all__ = [
     "DECIDE_MAX_TOKENS",
@@ -40,10 +37,7 @@ __all__ = [
     "StreamDecoder",
     "WireOptions",
     "chat_body",
-    "error_from_body",
-    "error_from_response",
     "output_cap",
-    "retry_after_seconds",
 ]
 
 JsonMode = Literal["json_schema", "json_object", "none"]
@@ -81,33 +75,6 @@ _STEP_CAPS = {
 _FIXED_CAP_KINDS = frozenset({"decide", "toolArguments"})
 """Steps that pick rather than write: a turn's ``maxResponseTokens`` may lower their cap, never
 raise it."""
-
-MAX_ERROR_MESSAGE_CHARS = 300
-"""Longest part of a server's error text quoted in a ``ModelError`` message."""
-
-_CODE_NAMES = {
-    "content_filter": "guardrail_violation",
-    "guardrail_violation": "guardrail_violation",
-    "refusal": "refusal",
-    "context_length_exceeded": "context_size_exceeded",
-    "context_size_exceeded": "context_size_exceeded",
-    "exceed_context_size_error": "context_size_exceeded",
-    "rate_limited": "rate_limited",
-    "rate_limit_exceeded": "rate_limited",
-    "rate_limit_error": "rate_limited",
-    "model_not_found": "model_unavailable",
-}
-_CONTEXT_PHRASES = (
-    "context length",
-    "context window",
-    "context size",
-    "maximum context",
-    "exceed context",
-    "exceeds the available context",
-)
-_STATUS_TOO_MANY_REQUESTS = 429
-_STATUS_UNAVAILABLE = 503
-_STATUSES_UNAUTHORIZED = (401, 403, 404)
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +243,7 @@ class StreamDecoder:
         ``generation_failed`` for a chunk that is not a chat completion's."""
         self._fed = True
         if "error" in chunk:
-            raise error_from_body(_status_of(chunk["error"]), {}, chunk)
+            raise error_from_body(status_of(chunk["error"]), {}, chunk)
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self._usage = _usage(usage) or self._usage
@@ -290,7 +257,7 @@ class StreamDecoder:
             if not isinstance(delta, dict):
                 raise _unexpected("a choice's 'delta' or 'message' is not an object")
             if delta.get("refusal"):
-                raise ModelError("refusal", f"The model refused: {_clip(str(delta['refusal']))}")
+                raise ModelError("refusal", f"The model refused: {clip(str(delta['refusal']))}")
             text = delta.get("content")
             if isinstance(text, str) and text:
                 self._text.append(text)
@@ -347,7 +314,7 @@ class StreamDecoder:
                 raise ModelError(
                     "generation_failed",
                     f"The model's call of '{pending.name}' has arguments that are not a JSON "
-                    f"object: {_clip(raw)}",
+                    f"object: {clip(raw)}",
                 )
             yield ToolCallRequest(pending.name, arguments, pending.id)
         if self._usage is not None:
@@ -388,102 +355,3 @@ def _usage(raw: Mapping[str, Any]) -> Usage | None:
         return None
     prompt, cached_prompt, output = counts
     return Usage(input_tokens=prompt, cached_input_tokens=cached_prompt, output_tokens=output)
-
-
-# ---- errors -----------------------------------------------------------------------------------
-
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    if len(text) <= MAX_ERROR_MESSAGE_CHARS:
-        return text
-    return text[: MAX_ERROR_MESSAGE_CHARS - 1] + "…"
-
-
-def _status_of(error: Any) -> int:
-    if isinstance(error, dict) and isinstance(error.get("code"), int):
-        return error["code"]
-    return 500
-
-
-def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """``Retry-After`` as seconds: a number, or an HTTP date from now; ``None`` when absent."""
-    raw = headers.get("retry-after")
-    if raw is None:
-        return None
-    raw = raw.strip()
-    try:
-        seconds = float(raw)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(raw)
-        except (TypeError, ValueError):
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if seconds != seconds or seconds < 0:  # NaN or in the past
-        return 0.0
-    return seconds
-
-
-def _error_parts(body: Any) -> tuple[str | None, str | None, str]:
-    """``(code, type, message)`` of an OpenAI-style error body (or a bare string)."""
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict):
-            code = error.get("code")
-            kind = error.get("type")
-            message = error.get("message") or error.get("detail") or ""
-            return (
-                code if isinstance(code, str) else None,
-                kind if isinstance(kind, str) else None,
-                message if isinstance(message, str) else orjson.dumps(message).decode(),
-            )
-        if isinstance(error, str):
-            return None, None, error
-        detail = body.get("detail")
-        if detail is not None:
-            return None, None, detail if isinstance(detail, str) else orjson.dumps(detail).decode()
-    if isinstance(body, str):
-        return None, None, body
-    return None, None, ""
-
-
-def error_from_body(status: int, headers: Mapping[str, str], body: Any) -> ModelError:
-    """The ``ModelError`` for an error status with its decoded body (JSON or text)."""
-    code, kind, message = _error_parts(body)
-    name = None
-    for candidate in (code, kind):
-        if candidate is None:
-            continue
-        name = _CODE_NAMES.get(candidate)
-        if name is None and candidate in MODEL_ERROR_NAMES:
-            name = candidate
-        if name is not None:
-            break
-    lowered = message.lower()
-    if name is None and any(phrase in lowered for phrase in _CONTEXT_PHRASES):
-        name = "context_size_exceeded"
-    if name is None:
-        if status == _STATUS_TOO_MANY_REQUESTS:
-            name = "rate_limited"
-        elif status in _STATUSES_UNAUTHORIZED:
-            name = "model_unavailable"
-        elif status == _STATUS_UNAVAILABLE:
-            name = "busy"
-        elif 400 <= status < 500:
-            name = "invalid_request"
-        else:
-            name = "generation_failed"
-    text = f"The model server answered HTTP {status}"
-    text += f": {_clip(message)}" if message else "."
-    retry_after = retry_after_seconds(headers) if name in ("rate_limited", "busy") else None
-    return ModelError(name, text, retry_after=retry_after)
-
-
-def error_from_response(status: int, headers: Mapping[str, str], content: bytes) -> ModelError:
-    """The ``ModelError`` for an error response's raw bytes (JSON, or text quoted as is)."""
-    try:
-        body: Any = orjson.loads(content)
-    except orjson.JSONDecodeError:
-        body = content.decode("utf-8", "replace")
-    return error_from_body(status, headers, body)

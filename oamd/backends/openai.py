@@ -2,9 +2,11 @@
 ``oam serve``, hosted APIs), streamed as server-sent events.
 
 Owns the HTTP exchange (one ``httpx.AsyncClient`` per model), the server's capabilities and the
-mapping of network failures; request bodies, response decoding and the HTTP error table live in
-``oamd.backends._openai_wire``, the bounded reading of response bodies and event streams in
-``oamd.backends._openai_body``. Guarantees: a cancelled or abandoned step closes its request (the
+mapping of network failures; request bodies and response decoding live in
+``oamd.backends._openai_wire``, the HTTP error table in ``oamd.backends._openai_errors``, the
+bounded reading of response bodies and event streams in ``oamd.backends._openai_body``, what a
+server refuses by name in ``oamd.backends._openai_refusals``, the spec's options in
+``oamd.backends._openai_spec``. Guarantees: a cancelled or abandoned step closes its request (the
 server sees the connection drop and stops generating); every failure is a ``ModelError``; a
 step's text is an answer only once the server gave a ``finish_reason``; a server that cuts a
 running stream short for the next request (llama-cpp-python) gets one request at a time.
@@ -43,15 +45,10 @@ from oamd.backends._openai_body import (
     read_whole,
     sse_payloads,
 )
+from oamd.backends._openai_errors import error_from_response
 from oamd.backends._openai_refusals import MAX_LEARNT_PER_STEP, learn_refusal
 from oamd.backends._openai_spec import api_key, parse_options
-from oamd.backends._openai_wire import (
-    JsonMode,
-    StreamDecoder,
-    WireOptions,
-    chat_body,
-    error_from_response,
-)
+from oamd.backends._openai_wire import JsonMode, StreamDecoder, WireOptions, chat_body
 from oamd.backends.base import (
     Availability,
     GenerationEvent,
