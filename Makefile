@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint format dist dist-llama dist-onefile bench-dist demo bench bench-cache fuzz soak eval llama-server clean
+.PHONY: test lint format dist dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache fuzz soak eval llama-server clean
 
 # llama-cpp-python builds from source (about 6-9 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
@@ -58,6 +58,10 @@ dist/onefile/oamd: $(DIST_SOURCES) | $(STAMP)
 # Cold start of both against `python -m oamd` (bench/dist_cold_start.py).
 bench-dist: dist dist-onefile
 	$(PY) bench/dist_cold_start.py
+
+# Opt-in (needs Mono): the Unity package driving 5,000 turns on one session against dist/oamd/oamd.
+bench-unity: dist
+	$(PY) bench/unity_turns.py
 
 # vulture: dead code at 80 % confidence (unused imports and variables, unreachable code); the
 # public API's names that nothing in the tree calls are below that threshold by design

@@ -414,3 +414,18 @@ def test_every_typed_call_names_a_protocol_method_and_only_its_params():
     assert all(f'"{k}"' in init for k in ("protocolVersion", "client", "auth"))
     # the API covers the protocol, apart from the two validation helpers reached by RequestAsync
     assert set(bridge) - called - {"initialize"} == {"schema/validate", "tools/validate"}
+
+
+async def test_three_hundred_turns_on_one_session_each_answer_their_own_tool_call(tmp_path):
+    # a long session through the package (bench/unity_turns.py times 5,000): every reply is the
+    # output of that turn's own tool call, answered on the pumping main thread
+    exe = tmp_path / "turns.exe"
+    compile_cs(exe, *runtime_sources(), UNITY / "smoke" / "Turns.cs")
+    with anyio.fail_after(120):
+        done = await anyio.run_process(
+            [MONO, str(exe), str(shipped_oamd()), "300", "100"], check=False
+        )
+    out = done.stdout.decode()
+    assert done.returncode == 0, out + done.stderr.decode()
+    assert out.splitlines()[-1] == "turns: 300"
+    assert [line.split()[1] for line in out.splitlines()[:-1]] == ["1-100", "101-200", "201-300"]
