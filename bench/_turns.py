@@ -32,9 +32,11 @@ TOOL = {
 }
 
 
-def oamd_spec(*extra: str) -> ServerSpec:
-    """``python -m oamd stdio`` with ``extra`` arguments, handshake ``initialize``."""
-    return ServerSpec("oamd", (PYTHON, "-m", "oamd", "stdio", *extra), (OAMD_INITIALIZE,))
+def oamd_spec(*extra: str, executable: str | None = None) -> ServerSpec:
+    """``python -m oamd stdio`` (or ``executable stdio``, e.g. the shipped ``dist/oamd/oamd``) with
+    ``extra`` arguments, handshake ``initialize``."""
+    command = (executable,) if executable else (PYTHON, "-m", "oamd")
+    return ServerSpec("oamd", (*command, "stdio", *extra), (OAMD_INITIALIZE,))
 
 
 def tool_turn_steps(turns: int, style: str = "native") -> dict[str, Any]:
@@ -120,8 +122,8 @@ class TurnClient:
 
 
 @contextmanager
-def daemon(*extra: str) -> Iterator[TurnClient]:
+def daemon(*extra: str, executable: str | None = None) -> Iterator[TurnClient]:
     """A ready ``oamd stdio`` (initialized, one ping answered) and its turn client."""
-    with spawn(oamd_spec(*extra)) as server:
+    with spawn(oamd_spec(*extra, executable=executable)) as server:
         server.ready()
         yield TurnClient(server)

@@ -25,6 +25,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--window", type=int, default=20, help="turns per checkpoint median")
     parser.add_argument("--style", choices=["native", "envelope"], default="native")
     parser.add_argument("--buckets", type=int, default=10, help="rows of the curve")
+    parser.add_argument(
+        "--executable", help="time this oamd (e.g. dist/oamd/oamd) instead of python -m oamd"
+    )
     parser.add_argument("--json", action="store_true")
     return parser.parse_args(argv)
 
@@ -33,7 +36,7 @@ def measure(args: argparse.Namespace) -> dict:
     checkpoints = [int(c) for c in args.checkpoints.split(",")]
     turns = max(checkpoints) + args.window
     times: list[float] = []
-    with daemon() as client:
+    with daemon(executable=args.executable) as client:
         session = client.create_session(tool_turn_steps(turns, args.style))
         rss_start = rss_kib(client.server.proc.pid)
         for i in range(turns):
