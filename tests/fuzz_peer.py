@@ -128,14 +128,18 @@ def stdio_daemon(*args: str) -> Iterator[Daemon]:
 
 
 @contextlib.contextmanager
-def serve_daemon(*args: str, tcp: bool = False, start_timeout: float = 15) -> Iterator[Daemon]:
+def serve_daemon(
+    *args: str, tcp: bool = False, start_timeout: float = 15, executable: str | None = None
+) -> Iterator[Daemon]:
     """``oamd serve --test-methods`` on a Unix socket (and loopback TCP with ``tcp``), ready
-    when its ready file appears; stopped with SIGTERM."""
+    when its ready file appears; stopped with SIGTERM. ``executable``: another oamd to run (the
+    shipped ``dist/oamd/oamd``) instead of this checkout's."""
     with _private_dir() as directory:
         stderr_path = os.path.join(directory, "stderr")
         ready_path = os.path.join(directory, "ready.json")
         socket_path = os.path.join(directory, "s")
-        argv = [*OAMD, "serve", "--test-methods", "--tool-timeout", TOOL_TIMEOUT]
+        command = [executable] if executable else OAMD
+        argv = [*command, "serve", "--test-methods", "--tool-timeout", TOOL_TIMEOUT]
         argv += ["--unix", socket_path, "--ready-file", ready_path, *args]
         if tcp:
             argv += ["--tcp", "127.0.0.1:0"]

@@ -293,11 +293,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hogs", type=int, default=16, help="pre-auth TCP hogs beside them")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--stderr", help="copy the daemon's stderr to this file")
+    parser.add_argument("--executable", help="soak this oamd (e.g. dist/oamd/oamd) instead")
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     print(f"seed {seed}; {args.clients} clients and {args.hogs} hogs for {args.duration:.0f} s")
     flags = ["--max-connections", str(MAX_CONNECTIONS), "--max-outbox-bytes"]
-    with serve_daemon(*flags, str(MAX_OUTBOX_BYTES), tcp=True) as daemon:
+    with serve_daemon(
+        *flags, str(MAX_OUTBOX_BYTES), tcp=True, executable=args.executable
+    ) as daemon:
         baseline = server_stats(daemon)
         soak = Soak(daemon, args, seed)
         threads = [
