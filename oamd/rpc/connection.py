@@ -302,10 +302,11 @@ class Connection:
                 raise InvalidParams("params must be an object.")
             reply = handler(Request(self, msg_id, method, params))
         except Exception as exc:
+            error = to_wire_error(exc)
             if is_request:
-                self._send_error(msg_id, to_wire_error(exc))
+                self._send_error(msg_id, error)
             else:
-                _log_notification_error(method, exc)
+                _log_notification_error(method, error)
             return
         if type(reply) is Result:
             if is_request:
@@ -351,7 +352,7 @@ class Connection:
         except Exception as exc:
             message = {"jsonrpc": "2.0", "id": msg_id, "error": to_wire_error(exc)}
             if not respond:
-                _log_notification_error("deferred", exc)
+                _log_notification_error("deferred", message["error"])
         finally:
             del self._in_flight[token]
             # every waiter wakes (the drain and cancel_all may wait at once), then waits anew
@@ -464,8 +465,9 @@ def _too_many_in_flight() -> LimitReached:
     )
 
 
-def _log_notification_error(method: str | None, exc: BaseException) -> None:
-    if isinstance(exc, OamdError):
-        log.info("notification_failed", method=method, error=exc.name, message=exc.message)
-    else:
-        log.error("notification_failed", method=method, exc_info=exc)
+def _log_notification_error(method: str | None, error: dict[str, Any]) -> None:
+    """A notification has no response to carry its error: the log does (``to_wire_error`` has
+    already logged an internal one with its traceback, and read a group as its protocol error)."""
+    log.info(
+        "notification_failed", method=method, error=error["data"]["code"], message=error["message"]
+    )
