@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from android.jvm_support import java_classes, jvm  # noqa: F401 (fixtures)
+from android.jvm_support import engine, java_classes, jvm, litert_backend  # noqa: F401 (fixtures)
 
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling, TextDelta
 from oamd.backends.litert import LiteRtModel
@@ -21,24 +21,24 @@ from oamd.errors import ModelError
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def engine(jvm) -> Any:  # noqa: F811
-    fake = jvm.autoclass("com.google.ai.edge.litertlm.FakeLiteRtLm")
-    jvm.run_blocking(fake.reset)
-    return fake
-
-
 def backend(jvm, tmp_path: Path, watchdog_millis: int = 90_000) -> Any:  # noqa: F811
-    cls = jvm.autoclass("org.oamd.host.LiteRtBackend")
-    return jvm.run_blocking(
-        lambda: cls("/m.litertlm", str(tmp_path / "cache"), 4096, watchdog_millis)
-    )
+    return litert_backend(jvm, tmp_path / "cache", watchdog_millis)
 
 
 def ask(text: str = "Hello?") -> GenerationRequest:
     return GenerationRequest(
         [ChatMessage("system", "Be Gorm."), ChatMessage("user", text)], sampling=Sampling()
     )
+
+
+async def failures_of(model: LiteRtModel) -> list[ModelError]:
+    """Runs one generation to its end: the ``ModelError`` it failed with, if any."""
+    try:
+        async for _ in model.generate(ask()):
+            pass
+    except ModelError as exc:
+        return [exc]
+    return []
 
 
 async def closed(jvm, engine, n: int = 1) -> None:  # noqa: F811
@@ -56,7 +56,7 @@ async def closed(jvm, engine, n: int = 1) -> None:  # noqa: F811
 )
 async def test_a_failed_initialize_leaves_the_backend_unavailable_with_its_reason(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     tmp_path,
     kind,
     shown,
@@ -75,7 +75,7 @@ async def test_a_failed_initialize_leaves_the_backend_unavailable_with_its_reaso
 
 async def test_a_reply_streams_and_its_conversation_stays_live_until_the_backend_closes(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     tmp_path,
 ):
     native = backend(jvm, tmp_path)
@@ -92,7 +92,7 @@ async def test_a_reply_streams_and_its_conversation_stays_live_until_the_backend
 
 async def test_max_output_tokens_the_system_text_and_a_created_cache_dir_reach_the_engine(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     tmp_path,
 ):
     native = backend(jvm, tmp_path)
@@ -142,7 +142,7 @@ async def test_a_cancelled_decode_is_closed_only_after_it_ended(jvm, engine, tmp
 
 async def test_the_watchdog_fails_the_call_and_closes_after_the_cancelled_decode(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     tmp_path,
 ):
     jvm.run_blocking(engine.setHang, True)
@@ -161,7 +161,7 @@ async def test_the_watchdog_fails_the_call_and_closes_after_the_cancelled_decode
 
 async def test_closing_the_backend_cancels_a_hung_decode_then_closes_it_and_the_engine(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     tmp_path,
 ):
     jvm.run_blocking(engine.setHang, True)
@@ -169,11 +169,7 @@ async def test_closing_the_backend_cancels_a_hung_decode_then_closes_it_and_the_
     failures: list[ModelError] = []
 
     async def run() -> None:
-        try:
-            async for _ in LiteRtModel(native, jvm).generate(ask()):
-                pass
-        except ModelError as exc:
-            failures.append(exc)
+        failures.extend(await failures_of(LiteRtModel(native, jvm)))
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
@@ -189,7 +185,7 @@ async def test_closing_the_backend_cancels_a_hung_decode_then_closes_it_and_the_
 
 async def test_closing_the_backend_while_a_conversation_is_being_created_closes_it_first(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     tmp_path,
 ):
     """close() cancels a generation whose conversation is still being created on the lifecycle
@@ -199,11 +195,7 @@ async def test_closing_the_backend_while_a_conversation_is_being_created_closes_
     failures: list[ModelError] = []
 
     async def run() -> None:
-        try:
-            async for _ in LiteRtModel(native, jvm).generate(ask()):
-                pass
-        except ModelError as exc:
-            failures.append(exc)
+        failures.extend(await failures_of(LiteRtModel(native, jvm)))
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
@@ -220,7 +212,7 @@ async def test_closing_the_backend_while_a_conversation_is_being_created_closes_
 
 async def test_a_request_after_the_backend_closed_is_model_unavailable_and_leaves_nothing(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     tmp_path,
 ):
     native = backend(jvm, tmp_path)
@@ -236,7 +228,7 @@ async def test_a_request_after_the_backend_closed_is_model_unavailable_and_leave
 
 async def test_a_conversation_that_cannot_be_opened_is_generation_failed_not_a_guardrail(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     tmp_path,
 ):
     jvm.run_blocking(engine.failNextCreate, "a session already exists")

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
-from android.jvm_support import java_classes, jvm  # noqa: F401 (fixtures)
+from android.jvm_support import engine, java_classes, jvm, litert_backend  # noqa: F401 (fixtures)
 
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
 from oamd.backends.litert import LiteRtModel
@@ -25,16 +25,8 @@ REPLY = "Hello there"
 
 
 @pytest.fixture
-def engine(jvm) -> Any:  # noqa: F811
-    fake = jvm.autoclass("com.google.ai.edge.litertlm.FakeLiteRtLm")
-    jvm.run_blocking(fake.reset)
-    return fake
-
-
-@pytest.fixture
 def native(jvm, engine, tmp_path: Path) -> Any:  # noqa: F811
-    cls = jvm.autoclass("org.oamd.host.LiteRtBackend")
-    backend = jvm.run_blocking(lambda: cls("/m.litertlm", str(tmp_path / "c"), 4096, 90_000))
+    backend = litert_backend(jvm, tmp_path / "c")
     yield backend
     jvm.run_blocking(backend.close)
 
@@ -85,7 +77,7 @@ def transcript(jvm, engine, n: int) -> list[str]:  # noqa: F811
 
 async def test_a_tool_loop_and_a_second_turn_continue_one_conversation_prefilling_flat_steps(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     native,
 ):
     model = LiteRtModel(native, jvm)
@@ -144,7 +136,7 @@ def _edited_reply(steps: list[list[ChatMessage]]) -> GenerationRequest:
 @pytest.mark.parametrize("change", [_changed_system, _rewritten_history, _edited_reply])
 async def test_a_request_that_does_not_extend_what_was_seen_opens_a_fresh_conversation(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     native,
     change,
 ):
@@ -166,7 +158,7 @@ async def test_a_request_that_does_not_extend_what_was_seen_opens_a_fresh_conver
 
 async def test_after_a_cancel_or_an_error_the_next_step_starts_over_with_the_full_transcript(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     native,
 ):
     model = LiteRtModel(native, jvm)
@@ -196,7 +188,7 @@ async def test_after_a_cancel_or_an_error_the_next_step_starts_over_with_the_ful
 
 async def test_two_interleaved_sessions_each_start_over_and_never_see_each_other(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     native,
 ):
     model = LiteRtModel(native, jvm)
@@ -216,7 +208,7 @@ async def test_two_interleaved_sessions_each_start_over_and_never_see_each_other
 
 async def test_concurrent_generations_never_hold_two_conversations_and_both_finish(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     native,
 ):
     model = LiteRtModel(native, jvm)
@@ -236,7 +228,7 @@ async def test_concurrent_generations_never_hold_two_conversations_and_both_fini
 
 async def test_two_models_on_one_backend_never_continue_each_others_conversation(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     native,
 ):
     """Conversation keys name a conversation of the Java backend, not of one model: a model whose

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from android.jvm_support import java_classes, jvm  # noqa: F401 (fixtures)
+from android.jvm_support import engine, java_classes, jvm, litert_backend  # noqa: F401 (fixtures)
 from conftest import memory_daemon
 
 from oamd.app import default_config
@@ -40,16 +40,8 @@ class RerenderingLiteRtModel(LiteRtModel):
 
 
 @pytest.fixture
-def engine(jvm) -> Any:  # noqa: F811
-    fake = jvm.autoclass("com.google.ai.edge.litertlm.FakeLiteRtLm")
-    jvm.run_blocking(fake.reset)
-    return fake
-
-
-@pytest.fixture
 def native(jvm, engine, tmp_path) -> Any:  # noqa: F811
-    cls = jvm.autoclass("org.oamd.host.LiteRtBackend")
-    backend = jvm.run_blocking(lambda: cls("/m.litertlm", str(tmp_path), 4096, 90_000))
+    backend = litert_backend(jvm, tmp_path)
     yield backend
     jvm.run_blocking(backend.close)
 
@@ -103,7 +95,7 @@ def prefills(jvm, engine) -> list[tuple[int, int]]:  # noqa: F811
 
 async def test_a_ten_step_tool_loop_runs_on_one_conversation_with_flat_prefill(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     native,
 ):
     result = await ten_step_turn(jvm, engine, LiteRtModel(native, jvm))
@@ -118,7 +110,7 @@ async def test_a_ten_step_tool_loop_runs_on_one_conversation_with_flat_prefill(
 
 async def test_without_append_only_steps_each_step_reprefills_everything(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     native,
 ):
     await ten_step_turn(jvm, engine, RerenderingLiteRtModel(native, jvm))
@@ -148,7 +140,7 @@ async def test_a_repair_step_continues_the_conversation(jvm, engine, native):  #
 
 async def test_a_turn_after_a_cancelled_one_starts_a_fresh_conversation(
     jvm,  # noqa: F811
-    engine,
+    engine,  # noqa: F811
     native,
 ):
     enqueue(jvm, engine, check("sword"), {"action": "respond"}, "Three swords.")

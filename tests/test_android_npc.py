@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from android.jvm_support import fake, java_classes, jvm  # noqa: F401 (fixtures)
+from android.jvm_support import fake, java_classes, jvm, litert_backend  # noqa: F401 (fixtures)
 from conftest import memory_daemon
 
 from oamd.app import default_config
@@ -94,8 +94,7 @@ async def test_an_npc_turn_runs_on_litert_with_one_live_conversation_at_a_time(
     decide = {"action": "check_inventory", "arguments": {"item": "iron sword"}}
     for reply in (decide, {"action": "respond"}, REPLY):
         jvm.run_blocking(engine.enqueueReply, chunked(reply))
-    cls = jvm.autoclass("org.oamd.host.LiteRtBackend")
-    native = jvm.run_blocking(lambda: cls("/m.litertlm", str(tmp_path), 4096, 90_000))
+    native = litert_backend(jvm, tmp_path)
     model = LiteRtModel(native, jvm)
 
     async def handler(params: dict[str, Any]) -> dict[str, Any]:

@@ -71,3 +71,17 @@ def fake(jvm: JvmRuntime) -> Any:
     backend = jvm.run_blocking(lambda: jvm.autoclass("org.oamd.host.FakeBackend")())
     yield backend
     jvm.run_blocking(backend.close)
+
+
+@pytest.fixture
+def engine(jvm: JvmRuntime) -> Any:
+    """The stubs' fake LiteRT-LM engine (``FakeLiteRtLm``), reset: its statics are per test."""
+    fake_engine = jvm.autoclass("com.google.ai.edge.litertlm.FakeLiteRtLm")
+    jvm.run_blocking(fake_engine.reset)
+    return fake_engine
+
+
+def litert_backend(jvm: JvmRuntime, cache_dir: Path, watchdog_millis: int = 90_000) -> Any:
+    """A ``LiteRtBackend`` on the fake engine (4,096-token context); the caller closes it."""
+    cls = jvm.autoclass("org.oamd.host.LiteRtBackend")
+    return jvm.run_blocking(lambda: cls("/m.litertlm", str(cache_dir), 4096, watchdog_millis))
