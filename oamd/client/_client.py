@@ -4,8 +4,12 @@ callback, answers ``tool/call`` through ``tool_handler`` (what it returns is sen
 
 What it guarantees:
 
-- Every request ends exactly once: with its response, or with ``ConnectionClosed`` once the daemon
-  has closed its side (or the client was closed). A request started after that fails at once.
+- Any number of tasks may use one client at once: sending queues a line, and a single writer
+  task writes every line (requests, notifications, ``tool/call`` replies) whole and in order
+  (``_outbox``). Leaving the client first lets the lines still queued go out (for a while).
+- Every request ends exactly once: with its response, or with ``ConnectionClosed`` once the
+  connection is over: the daemon closed its side, a write failed, or the client was closed. A
+  request started after that fails at once.
 - Each ``next_message`` waiter is woken once, with the first message matching its own predicate.
 - Notifications and the response of one request reach the caller in arrival order: a request's
   ``on_notification`` callback has seen every event before its response is returned.
@@ -14,7 +18,8 @@ What it guarantees:
   ``internal_error``, whose message the model reads, logged with its traceback); a notification
   callback that raises is logged and skipped.
 - A ``tool/cancel`` cancels the running ``tool_handler`` call it names, and that call is not
-  answered: the daemon no longer needs its output.
+  answered: the daemon no longer needs its output. Once the connection is over, every running
+  ``tool_handler`` call is cancelled the same way.
 - Nothing is kept per message unless a ``Recorder`` is attached (``recorder=``).
 - An exception raised inside ``async with client`` leaves it as itself; only a failure of the
   client's own tasks comes out as an ``ExceptionGroup``.
@@ -40,6 +45,7 @@ import anyio
 import orjson
 from anyio.abc import ByteStream, TaskGroup
 
+from oamd.client._outbox import Outbox
 from oamd.client._recorder import Recorder
 from oamd.rpc.errors import CODES
 from oamd.transport.framing import LineFramer
@@ -132,6 +138,13 @@ class _Watch:
 _MAX_LINE_BYTES = 64 * 1024 * 1024
 """Longest line read from the daemon; a longer one is skipped unread."""
 
+_HIGH_WATER_BYTES = 1 << 20
+"""Bytes queued for writing past which senders wait until the daemon has read some."""
+
+_FLUSH_SECONDS = 5.0
+"""How long leaving a client waits for the lines still queued to be written; a daemon that reads
+nothing costs no more than this."""
+
 
 class Client:
     """A connection to a bridge over a byte stream. Use as an async context manager.
@@ -156,6 +169,8 @@ class Client:
         self.recorder = recorder
         self._on_message = on_message
         self._framer = LineFramer(max_line_bytes)
+        self._outbox = Outbox(stream, _HIGH_WATER_BYTES)
+        self._reader = anyio.CancelScope()
         self._ids = itertools.count(1)
         self._pending: dict[Any, _Pending] = {}
         self._tool_calls: dict[Any, anyio.CancelScope] = {}
@@ -172,6 +187,7 @@ class Client:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._read)
+        self._tg.start_soon(self._write)
         return self
 
     async def __aexit__(
@@ -179,6 +195,8 @@ class Client:
     ) -> None:
         if self._tg is None:
             raise RuntimeError("The client was never entered.")
+        with anyio.move_on_after(_FLUSH_SECONDS, shield=True):
+            await self._outbox.flush()
         self._tg.cancel_scope.cancel()
         try:
             if exc is None or isinstance(exc, anyio.get_cancelled_exc_class()):
@@ -195,15 +213,18 @@ class Client:
         return next(self._ids)
 
     async def send_raw(self, data: bytes) -> None:
-        """Writes bytes as they are (tests of framing).
+        """Writes bytes as they are (tests of framing), after everything sent before them.
+
+        Returns once they are queued (waiting first while much is queued); should writing fail
+        later, the connection is over and every waiter gets ``ConnectionClosed``.
 
         Raises:
             ConnectionClosed: the connection is closed.
         """
         self._check_open()
         try:
-            await self._stream.send(data)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            await self._outbox.send(data)
+        except anyio.ClosedResourceError as exc:
             raise ConnectionClosed("The connection is closed; nothing can be sent.") from exc
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -326,7 +347,7 @@ class Client:
         return watch.match
 
     async def closed(self) -> None:
-        """Returns once the daemon closed its side."""
+        """Returns once the connection is over: the daemon closed its side, or a write failed."""
         await self._closed.wait()
 
     # ---- receiving ---------------------------------------------------------------------------
@@ -338,24 +359,43 @@ class Client:
             raise RuntimeError("Enter the client (async with) before using it.")
 
     def _fail_waiters(self) -> None:
-        """Wakes every waiter; those without an answer raise ``ConnectionClosed``."""
+        """Ends the connection: wakes every waiter (those without an answer raise
+        ``ConnectionClosed``), fails every unsent line, stops the reader and the running
+        ``tool_handler`` calls (no reply could reach the daemon)."""
         self._state = _State.CLOSED
         self._closed.set()
+        self._outbox.close()
+        self._reader.cancel()
+        for scope in self._tool_calls.values():
+            scope.cancel()
         for pending in self._pending.values():
             pending.event.set()
         for watch in self._watches:
             watch.event.set()
 
+    async def _write(self) -> None:
+        await self._outbox.run()
+        if self._outbox.failure is not None:
+            log.warning(
+                "writing to the daemon failed (%r); the connection is over", self._outbox.failure
+            )
+            self._fail_waiters()
+
     async def _read(self) -> None:
         try:
-            while True:
-                try:
-                    chunk = await self._stream.receive()
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    return
-                for line in self._framer.feed(chunk):
-                    if isinstance(line, bytes) and line.strip():
-                        self._handle(_decode(line))
+            with self._reader:
+                while True:
+                    try:
+                        chunk = await self._stream.receive()
+                    except (
+                        anyio.EndOfStream,
+                        anyio.ClosedResourceError,
+                        anyio.BrokenResourceError,
+                    ):
+                        return
+                    for line in self._framer.feed(chunk):
+                        if isinstance(line, bytes) and line.strip():
+                            self._handle(_decode(line))
         finally:
             self._fail_waiters()
 
@@ -422,7 +462,7 @@ class Client:
                 if _lookup(self._tool_calls, call_id) is scope:
                     del self._tool_calls[call_id]
         if scope.cancelled_caught:
-            return  # the daemon said it no longer needs this output (tool/cancel)
+            return  # the daemon no longer needs this output (tool/cancel), or cannot get it
         with contextlib.suppress(ConnectionClosed):
             await self.send_raw(line + b"\n")
 
