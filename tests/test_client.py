@@ -1,7 +1,8 @@
 """``oamd.client.Client`` against a daemon played by the test over memory streams: every waiter
 ends once the connection closes, each ``next_message`` waiter gets its own match, a failing tool
-handler costs one ``tool/call``, nothing is kept per message without a ``Recorder``, and a
-request's notifications reach its callback before its response."""
+handler costs one ``tool/call``, a bad line from the daemon costs nothing but itself, nothing is
+kept per message without a ``Recorder``, and a request's notifications reach its callback before
+its response."""
 
 from __future__ import annotations
 
@@ -265,6 +266,64 @@ async def test_the_daemons_tool_timeout_cancels_the_engines_handler(client):
         await cancelled.wait()
     [record] = result["toolCalls"]
     assert record["isError"] is True
+
+
+async def test_a_tool_reply_that_cannot_be_encoded_becomes_an_error_reply_and_the_client_goes_on():
+    async def odd(params: dict[str, Any]) -> dict[str, Any]:
+        if params["call"]["id"] == "call_t-1":
+            raise RpcError(-32000, "Gate subsystem offline", {"code": "offline", "at": object()})
+        return {"output": "opened"}
+
+    async with connected(tool_handler=odd) as (client, peer):
+        await peer.write(tool_call("t-1"))
+        failed = await peer.read()
+        await peer.write(tool_call("t-2"))
+        answered = await peer.read()
+        assert await one_ping(client, peer) == {}
+    assert (failed["id"], failed["error"]["data"]) == ("t-1", {"code": "internal_error"})
+    assert answered == {"jsonrpc": "2.0", "id": "t-2", "result": {"output": "opened"}}
+
+
+# ---- bad lines from the daemon ------------------------------------------------------------------
+
+LINE_LIMIT = 64 * 1024
+BAD_LINES = [
+    b"not json",
+    b"[1, 2]",
+    b"42",
+    b'"a string"',
+    b"null",
+    b"[" * 20_000 + b"]" * 20_000,
+    b'{"jsonrpc": "2.0", "id": 999, "result": {}}',
+    b'{"jsonrpc": "2.0", "id": [1], "result": {}}',
+    b'{"jsonrpc": "2.0", "method": "tool/cancel", "params": {"id": {"no": "such call"}}}',
+    b"x" * (LINE_LIMIT + 1),
+]
+
+
+async def test_bad_lines_from_the_daemon_are_skipped_and_every_waiter_still_gets_its_answer(
+    caplog: pytest.LogCaptureFixture,
+):
+    async with connected(max_line_bytes=LINE_LIMIT) as (client, peer):
+        request = await client.start("ping")
+        sent = await peer.read()
+        with caplog.at_level(logging.WARNING, logger="oamd.client"):
+            for bad in BAD_LINES:
+                await peer.stream.send(bad + b"\n")
+            await peer.write({"jsonrpc": "2.0", "id": "x-1", "method": "game/pause"})
+            refused = await peer.read()
+            await peer.write({"jsonrpc": "2.0", "id": sent["id"], "result": {"pong": True}})
+            assert (await client.wait(request))["result"] == {"pong": True}
+        assert await one_ping(client, peer) == {}
+    assert refused["id"] == "x-1"
+    assert refused["error"]["data"] == {"code": "method_not_found", "method": "game/pause"}
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 7
+
+
+async def one_ping(client: Client, peer: Peer) -> Any:
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(peer.answer)
+        return await client.request("ping")
 
 
 # ---- what a client keeps -----------------------------------------------------------------------

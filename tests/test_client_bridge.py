@@ -216,6 +216,35 @@ async def test_generate_returns_content_in_schema_order(bridge):
 # ---- over a socket -----------------------------------------------------------------------------
 
 
+async def test_a_bridge_over_tcp_answers_four_parallel_tool_calls_and_one_raising_costs_one_output():
+    gates = ["north", "south", "east", "west"]
+    calls = [{"name": "open_gate", "arguments": {"gate": g}} for g in gates]
+    async with serve(unix=False) as daemon:
+        host, port = daemon.tcp
+        async with Bridge.tcp(host, port, token=daemon.token) as bridge:
+
+            @bridge.tool("open_gate", "Open a named gate.", GATE)
+            async def open_gate(args: dict[str, Any]) -> str:
+                if args["gate"] == "west":
+                    raise RuntimeError("the west chain is jammed")
+                return f"{args['gate']} open"
+
+            with anyio.fail_after(30):
+                guard = await bridge.create_session(
+                    tools=["open_gate"], model=scripted({"toolCalls": calls}, {"text": "Done."})
+                )
+                reply = await guard.respond("Open every gate.")
+                await bridge.ping()
+    outputs = {c.call.arguments["gate"]: (c.output, c.is_error) for c in reply.tool_calls}
+    assert outputs == {
+        "north": ("north open", False),
+        "south": ("south open", False),
+        "east": ("east open", False),
+        "west": ("The engine's tool handler failed: RuntimeError: the west chain is jammed", True),
+    }
+    assert reply.text == "Done."
+
+
 async def test_a_bridge_over_tcp_initializes_with_the_token():
     async with serve(unix=False) as daemon:
         host, port = daemon.tcp

@@ -4,17 +4,25 @@ callback, answers ``tool/call`` through ``tool_handler`` (what it returns is sen
 
 What it guarantees:
 
-- Every request ends exactly once: with its response, or with ``ConnectionClosed`` once the daemon
-  has closed its side (or the client was closed). A request started after that fails at once.
+- Any number of tasks may use one client at once: sending queues a line, and a single writer
+  task writes every line (requests, notifications, ``tool/call`` replies) whole and in order
+  (``_outbox``). Leaving the client first lets the lines still queued go out (for a while).
+- Every request ends exactly once: with its response, or with ``ConnectionClosed`` once the
+  connection is over: the daemon closed its side, a write failed, or the client was closed. A
+  request started after that fails at once.
 - Each ``next_message`` waiter is woken once, with the first message matching its own predicate.
 - Notifications and the response of one request reach the caller in arrival order: a request's
   ``on_notification`` callback has seen every event before its response is returned.
 - What the engine's code does cannot take the connection down: a ``tool_handler`` that raises
-  costs that one ``tool/call`` (``RpcError`` is sent as itself, anything else as
-  ``internal_error``, whose message the model reads, logged with its traceback); a notification
-  callback that raises is logged and skipped.
+  (or returns what is not JSON) costs that one ``tool/call`` (``RpcError`` is sent as itself,
+  anything else as ``internal_error``, whose message the model reads, logged with its
+  traceback); a notification callback that raises is logged and skipped.
+- Neither can one bad line from the daemon: a line that is not a JSON object is logged and
+  skipped, a response to an id nobody waits for is dropped, and a request other than
+  ``tool/call`` is answered ``method_not_found``.
 - A ``tool/cancel`` cancels the running ``tool_handler`` call it names, and that call is not
-  answered: the daemon no longer needs its output.
+  answered: the daemon no longer needs its output. Once the connection is over, every running
+  ``tool_handler`` call is cancelled the same way.
 - Nothing is kept per message unless a ``Recorder`` is attached (``recorder=``).
 - An exception raised inside ``async with client`` leaves it as itself; only a failure of the
   client's own tasks comes out as an ``ExceptionGroup``.
@@ -40,9 +48,10 @@ import anyio
 import orjson
 from anyio.abc import ByteStream, TaskGroup
 
+from oamd.client._outbox import Outbox
 from oamd.client._recorder import Recorder
 from oamd.rpc.errors import CODES
-from oamd.transport.framing import LineFramer
+from oamd.transport.framing import LineFramer, OversizedLine
 
 __all__ = ["Client", "ConnectionClosed", "NotificationCallback", "RpcError", "ToolHandler"]
 
@@ -92,11 +101,20 @@ class _State(Enum):
     CLOSED = "closed"
 
 
-def _decode(line: bytes) -> Any:
+def _decode(line: bytes) -> dict[str, Any] | None:
+    """The message a line holds; ``None`` (logged) for a line that is not a JSON object."""
     try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)  # what orjson refuses: escaped lone surrogates
+        try:
+            msg = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            msg = json.loads(line)  # what orjson refuses: escaped lone surrogates
+    except (ValueError, RecursionError) as exc:  # not JSON (or nested past Python's stack)
+        log.warning("skipped a line from the daemon that is not JSON (%s): %.80r", exc, line)
+        return None
+    if not isinstance(msg, dict):
+        log.warning("skipped a line from the daemon that is not a JSON object: %.80r", line)
+        return None
+    return msg
 
 
 def _lookup(table: dict[Any, Any], key: Any) -> Any:
@@ -130,7 +148,14 @@ class _Watch:
 
 
 _MAX_LINE_BYTES = 64 * 1024 * 1024
-"""Longest line read from the daemon; a longer one is skipped unread."""
+"""Longest line read from the daemon; a longer one is skipped unread (and logged)."""
+
+_HIGH_WATER_BYTES = 1 << 20
+"""Bytes queued for writing past which senders wait until the daemon has read some."""
+
+_FLUSH_SECONDS = 5.0
+"""How long leaving a client waits for the lines still queued to be written; a daemon that reads
+nothing costs no more than this."""
 
 
 class Client:
@@ -156,6 +181,8 @@ class Client:
         self.recorder = recorder
         self._on_message = on_message
         self._framer = LineFramer(max_line_bytes)
+        self._outbox = Outbox(stream, _HIGH_WATER_BYTES)
+        self._reader = anyio.CancelScope()
         self._ids = itertools.count(1)
         self._pending: dict[Any, _Pending] = {}
         self._tool_calls: dict[Any, anyio.CancelScope] = {}
@@ -172,6 +199,7 @@ class Client:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._read)
+        self._tg.start_soon(self._write)
         return self
 
     async def __aexit__(
@@ -179,6 +207,8 @@ class Client:
     ) -> None:
         if self._tg is None:
             raise RuntimeError("The client was never entered.")
+        with anyio.move_on_after(_FLUSH_SECONDS, shield=True):
+            await self._outbox.flush()
         self._tg.cancel_scope.cancel()
         try:
             if exc is None or isinstance(exc, anyio.get_cancelled_exc_class()):
@@ -195,15 +225,18 @@ class Client:
         return next(self._ids)
 
     async def send_raw(self, data: bytes) -> None:
-        """Writes bytes as they are (tests of framing).
+        """Writes bytes as they are (tests of framing), after everything sent before them.
+
+        Returns once they are queued (waiting first while much is queued); should writing fail
+        later, the connection is over and every waiter gets ``ConnectionClosed``.
 
         Raises:
             ConnectionClosed: the connection is closed.
         """
         self._check_open()
         try:
-            await self._stream.send(data)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            await self._outbox.send(data)
+        except anyio.ClosedResourceError as exc:
             raise ConnectionClosed("The connection is closed; nothing can be sent.") from exc
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -326,7 +359,7 @@ class Client:
         return watch.match
 
     async def closed(self) -> None:
-        """Returns once the daemon closed its side."""
+        """Returns once the connection is over: the daemon closed its side, or a write failed."""
         await self._closed.wait()
 
     # ---- receiving ---------------------------------------------------------------------------
@@ -338,24 +371,51 @@ class Client:
             raise RuntimeError("Enter the client (async with) before using it.")
 
     def _fail_waiters(self) -> None:
-        """Wakes every waiter; those without an answer raise ``ConnectionClosed``."""
+        """Ends the connection: wakes every waiter (those without an answer raise
+        ``ConnectionClosed``), fails every unsent line, stops the reader and the running
+        ``tool_handler`` calls (no reply could reach the daemon)."""
         self._state = _State.CLOSED
         self._closed.set()
+        self._outbox.close()
+        self._reader.cancel()
+        for scope in self._tool_calls.values():
+            scope.cancel()
         for pending in self._pending.values():
             pending.event.set()
         for watch in self._watches:
             watch.event.set()
 
+    async def _write(self) -> None:
+        await self._outbox.run()
+        if self._outbox.failure is not None:
+            log.warning(
+                "writing to the daemon failed (%r); the connection is over", self._outbox.failure
+            )
+            self._fail_waiters()
+
     async def _read(self) -> None:
         try:
-            while True:
-                try:
-                    chunk = await self._stream.receive()
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    return
-                for line in self._framer.feed(chunk):
-                    if isinstance(line, bytes) and line.strip():
-                        self._handle(_decode(line))
+            with self._reader:
+                while True:
+                    try:
+                        chunk = await self._stream.receive()
+                    except (
+                        anyio.EndOfStream,
+                        anyio.ClosedResourceError,
+                        anyio.BrokenResourceError,
+                    ):
+                        return
+                    for line in self._framer.feed(chunk):
+                        if isinstance(line, OversizedLine):
+                            log.warning(
+                                "skipped a line of %d bytes from the daemon (the limit is %d)",
+                                line.size,
+                                self._framer.limit,
+                            )
+                        elif line.strip():
+                            msg = _decode(line)
+                            if msg is not None:
+                                self._handle(msg)
         finally:
             self._fail_waiters()
 
@@ -409,39 +469,68 @@ class Client:
                 scope.cancel()
 
     async def _answer(self, msg: dict[str, Any]) -> None:
-        handler = self.tool_handler
-        if handler is None:
-            return  # left unanswered: the daemon's timeout applies
+        """Answers one request from the daemon; nothing it meets escapes into the task group."""
         call_id = msg["id"]
-        with anyio.CancelScope() as scope:
-            with contextlib.suppress(TypeError):  # an unhashable id: no tool/cancel names it
-                self._tool_calls[call_id] = scope
-            try:
-                line = await self._reply_line(handler, msg)
-            finally:
-                if _lookup(self._tool_calls, call_id) is scope:
-                    del self._tool_calls[call_id]
-        if scope.cancelled_caught:
-            return  # the daemon said it no longer needs this output (tool/cancel)
+        if msg["method"] != "tool/call":
+            line = _reply_line(call_id, _unknown_method(msg["method"]))
+        else:
+            handler = self.tool_handler
+            if handler is None:
+                return  # left unanswered: the daemon's timeout applies
+            with anyio.CancelScope() as scope:
+                with contextlib.suppress(TypeError):  # an unhashable id: no tool/cancel names it
+                    self._tool_calls[call_id] = scope
+                try:
+                    line = _reply_line(call_id, await _outcome(handler, msg))
+                finally:
+                    if _lookup(self._tool_calls, call_id) is scope:
+                        del self._tool_calls[call_id]
+            if scope.cancelled_caught:
+                return  # the daemon no longer needs this output (tool/cancel), or cannot get it
+        if line is None:
+            return
         with contextlib.suppress(ConnectionClosed):
             await self.send_raw(line + b"\n")
 
-    async def _reply_line(self, handler: ToolHandler, msg: dict[str, Any]) -> bytes:
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"]}
-        try:
-            reply["result"] = await handler(msg.get("params", {}))
-            line = orjson.dumps(reply)  # a result that is not JSON fails here, as the handler
-        except RpcError as exc:
-            reply.pop("result", None)
-            reply["error"] = exc.to_error()
-            line = orjson.dumps(reply)
-        except Exception as exc:
-            log.exception("tool handler failed on tool/call %r; answered with an error", msg["id"])
-            reply.pop("result", None)
-            reply["error"] = {
-                "code": CODES["internal_error"],
-                "message": f"The engine's tool handler failed: {type(exc).__name__}: {exc}",
-                "data": {"code": "internal_error"},
-            }
-            line = orjson.dumps(reply)
-        return line
+
+async def _outcome(handler: ToolHandler, msg: dict[str, Any]) -> dict[str, Any]:
+    """The reply's ``result`` or ``error`` member: what the handler returns, or what it raised."""
+    try:
+        return {"result": await handler(msg.get("params", {}))}
+    except RpcError as exc:
+        return {"error": exc.to_error()}
+    except Exception as exc:
+        return _handler_failed(msg["id"], exc)
+
+
+def _handler_failed(call_id: Any, exc: Exception) -> dict[str, Any]:
+    log.exception("tool handler failed on tool/call %r; answered with an error", call_id)
+    message = f"The engine's tool handler failed: {type(exc).__name__}: {exc}"
+    return {
+        "error": {
+            "code": CODES["internal_error"],
+            "message": message,
+            "data": {"code": "internal_error"},
+        }
+    }
+
+
+def _unknown_method(method: Any) -> dict[str, Any]:
+    message = f"The client serves tool/call only, not {method!r}."
+    data = {"code": "method_not_found", "method": method}
+    return {"error": {"code": CODES["method_not_found"], "message": message, "data": data}}
+
+
+def _reply_line(call_id: Any, outcome: dict[str, Any]) -> bytes | None:
+    """The reply to request ``call_id``; a result (or an ``RpcError``'s data) that is not JSON
+    becomes an error reply, as a failure of the handler. ``None`` (logged) when not even that
+    can be written: an id no encoder takes."""
+    try:
+        return orjson.dumps({"jsonrpc": "2.0", "id": call_id, **outcome})
+    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+        failed = _handler_failed(call_id, exc)
+    try:
+        return orjson.dumps({"jsonrpc": "2.0", "id": call_id, **failed})
+    except TypeError:
+        log.error("could not encode a reply to request %r; left unanswered", call_id)
+        return None
