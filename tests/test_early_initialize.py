@@ -22,7 +22,7 @@ INITIALIZE = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol
 PING = b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
 
 
-def early(data: bytes, config=None) -> tuple[bytes, bytes]:
+def early(data: bytes, config=None, **options) -> tuple[bytes, bytes]:
     """What ``answer_initialize`` wrote and what it handed on, reading ``data`` from a pipe."""
     config = config or default_config()
     in_r, in_w = os.pipe()
@@ -31,7 +31,9 @@ def early(data: bytes, config=None) -> tuple[bytes, bytes]:
         os.write(in_w, data)
         os.close(in_w)  # all written: the read sees the data, or end of input
         in_w = -1
-        rest = answer_initialize(build_registry(config), BridgeState(config), in_r, out_w)
+        rest = answer_initialize(
+            build_registry(config), BridgeState(config), in_r, out_w, **options
+        )
         os.close(out_w)
         out_w = -1
         written = b""
@@ -124,6 +126,28 @@ def test_stdio_serves_on_after_an_early_answer_split_across_writes():
             process.wait()
         assert process.stdout is not None
         process.stdout.close()
+
+
+@pytest.mark.parametrize("position", ["first", "second"])
+def test_an_initialize_longer_than_max_line_bytes_is_refused_wherever_it_comes(position):
+    limit = len(INITIALIZE) - 2  # the line without its newline is one byte too long
+    data = INITIALIZE + PING if position == "first" else PING + INITIALIZE
+    done = subprocess.run(
+        [*OAMD, "stdio", "--max-line-bytes", str(limit)],
+        input=data,
+        capture_output=True,
+        timeout=30,
+        check=True,
+    )
+    replies = {m["id"]: m for m in map(orjson.loads, done.stdout.splitlines())}
+    assert replies.keys() == {None, 2}
+    assert replies[None]["error"]["code"] == -32600
+    assert replies[None]["error"]["data"]["limit"] == limit
+
+
+def test_an_initialize_of_exactly_max_line_bytes_is_answered_early():
+    written, rest = early(INITIALIZE + PING, max_line_bytes=len(INITIALIZE) - 1)
+    assert orjson.loads(written)["id"] == 1 and rest == PING
 
 
 def test_a_non_blocking_stdin_found_empty_is_waited_for():
