@@ -4,6 +4,11 @@ While serving, the protocol owns fd 1: it is duplicated for the protocol and fd 
 at stderr, so a stray ``print`` or a chatty native library cannot corrupt the wire. Pipes and ttys
 are read through asyncio's pipe transports (no thread per read); regular files, which asyncio cannot
 watch, fall back to reads and writes in a worker thread.
+
+Output loss is reported, never swallowed: asyncio's write pipe closes itself when a write fails
+(``EPIPE``) or when the pipe's reader goes away (it watches the write end for ``POLLERR``/``POLLHUP``),
+without raising. The stream turns both into ``BrokenResourceError`` on the next send, and
+``wait_output_lost`` returns on them at once, so the connection stops without having to write.
 """
 
 from __future__ import annotations
@@ -39,18 +44,31 @@ def _is_pollable(fd: int, events: int) -> bool:
     return True
 
 
+class _Output(asyncio.streams.FlowControlMixin):
+    """The write pipe's protocol: flow control, and ``gone`` once the pipe is closed (a write
+    failed, its reader went away, or it was closed and everything buffered is written)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop=loop)
+        self.gone = anyio.Event()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self.gone.set()
+
+
 class _StdioStream(ByteStream):
     def __init__(
         self,
         reader: asyncio.StreamReader | None,
-        writer: asyncio.StreamWriter | None,
+        output: tuple[asyncio.StreamWriter, _Output] | None,
         in_fd: int,
         out_fd: int,
         initial: bytes = b"",
     ) -> None:
         self._initial = initial
         self._reader = reader
-        self._writer = writer
+        self._writer, self._output = output or (None, None)
         self._in_fd = in_fd
         self._out_fd = out_fd
 
@@ -70,27 +88,38 @@ class _StdioStream(ByteStream):
         """Hands ``item`` to the pipe at once when it takes it without waiting (not paused by
         flow control); ``False`` leaves it to ``send``."""
         writer = self._writer
-        if writer is None or writer.transport.is_closing():
+        if writer is None:
             return False
+        _check_open(writer)
         # asyncio's FlowControlMixin is paused while the pipe is full; unknown internals: wait
-        protocol = getattr(writer, "_protocol", None)
-        if protocol is None or getattr(protocol, "_paused", True):
+        if getattr(self._output, "_paused", True):
             return False
         try:
             writer.write(item)
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise anyio.BrokenResourceError from exc
+        _check_open(writer)  # a failed write closed the pipe instead of raising
         return True
 
     async def send(self, item: bytes) -> None:
         try:
             if self._writer is not None:
+                _check_open(self._writer)
                 self._writer.write(item)
-                await self._writer.drain()
+                await self._writer.drain()  # raises once the pipe closed
             else:
                 await anyio.to_thread.run_sync(_write_all, self._out_fd, item)
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise anyio.BrokenResourceError from exc
+
+    async def wait_output_lost(self) -> None:
+        """Returns once the output can take nothing more: a write failed, or the pipe's reader went
+        away (seen even while nothing is being written). A tty's loss shows at a write only; a
+        regular file or ``/dev/null``, written by a worker thread, is never reported here."""
+        if self._output is None:
+            await anyio.sleep_forever()
+        else:
+            await self._output.gone.wait()
 
     async def send_eof(self) -> None:
         await self.aclose()
@@ -99,6 +128,13 @@ class _StdioStream(ByteStream):
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+
+
+def _check_open(writer: asyncio.StreamWriter) -> None:
+    """Raises ``BrokenResourceError`` once the pipe closed itself (asyncio does that on a failed
+    write, ``EPIPE``, or when the reader goes away, instead of raising)."""
+    if writer.transport.is_closing():
+        raise anyio.BrokenResourceError
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -122,7 +158,7 @@ async def stdio_stream(
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     reader: asyncio.StreamReader | None = None
-    writer: asyncio.StreamWriter | None = None
+    output: tuple[asyncio.StreamWriter, _Output] | None = None
     read_transport: asyncio.BaseTransport | None = None
     try:
         if _is_pollable(in_fd, selectors.EVENT_READ):
@@ -133,14 +169,12 @@ async def stdio_stream(
             )
         if _is_pollable(out_fd, selectors.EVENT_WRITE):
             out_file = os.fdopen(out_fd, "wb", buffering=0)
-            w_transport, w_protocol = await loop.connect_write_pipe(
-                lambda: asyncio.streams.FlowControlMixin(loop=loop), out_file
-            )
-            writer = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
-        yield _StdioStream(reader, writer, in_fd, out_fd, initial)
+            w_transport, w_protocol = await loop.connect_write_pipe(lambda: _Output(loop), out_file)
+            output = asyncio.StreamWriter(w_transport, w_protocol, None, loop), w_protocol
+        yield _StdioStream(reader, output, in_fd, out_fd, initial)
     finally:
-        if writer is not None:
-            writer.close()
+        if output is not None:
+            output[0].close()
         else:
             os.close(out_fd)
         if read_transport is not None:
