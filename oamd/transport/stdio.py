@@ -9,6 +9,9 @@ Output loss is reported, never swallowed: asyncio's write pipe closes itself whe
 (``EPIPE``) or when the pipe's reader goes away (it watches the write end for ``POLLERR``/``POLLHUP``),
 without raising. The stream turns both into ``BrokenResourceError`` on the next send, and
 ``wait_output_lost`` returns on them at once, so the connection stops without having to write.
+The pipe transports make the descriptors non-blocking; the open file descriptions are shared with
+the parent, so their blocking mode is put back as it was when serving ends, after the output was
+written (within ``WRITE_GRACE_SECONDS``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from contextlib import asynccontextmanager
 
 import anyio
 from anyio.abc import ByteStream
+
+from oamd.limits import WRITE_GRACE_SECONDS
 
 __all__ = ["stdio_stream"]
 
@@ -125,9 +130,16 @@ class _StdioStream(ByteStream):
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        """Closes the output once what asyncio still buffers is written (the last answers at end
+        of input would be lost with the event loop otherwise), within ``WRITE_GRACE_SECONDS``."""
+        writer, self._writer = self._writer, None
+        if writer is None or self._output is None:
+            return
+        writer.close()
+        with anyio.move_on_after(WRITE_GRACE_SECONDS, shield=True):
+            await self._output.gone.wait()
+        if not self._output.gone.is_set():
+            writer.transport.abort()  # the reader holds the pipe open and reads nothing
 
 
 def _check_open(writer: asyncio.StreamWriter) -> None:
@@ -152,6 +164,8 @@ async def stdio_stream(
     loop = asyncio.get_running_loop()
     in_fd = sys.stdin.fileno()
     out_fd = os.dup(1)  # the protocol's private copy of stdout; not inherited by children
+    # the pipe transports make these non-blocking; the parent shares their open file descriptions
+    in_blocking, out_blocking = os.get_blocking(in_fd), os.get_blocking(out_fd)
     saved_stdout = sys.stdout
     if guard_stdout:
         sys.stdout.flush()
@@ -160,6 +174,7 @@ async def stdio_stream(
     reader: asyncio.StreamReader | None = None
     output: tuple[asyncio.StreamWriter, _Output] | None = None
     read_transport: asyncio.BaseTransport | None = None
+    stream: _StdioStream | None = None
     try:
         if _is_pollable(in_fd, selectors.EVENT_READ):
             reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
@@ -168,16 +183,22 @@ async def stdio_stream(
                 os.fdopen(os.dup(in_fd), "rb", buffering=0),
             )
         if _is_pollable(out_fd, selectors.EVENT_WRITE):
-            out_file = os.fdopen(out_fd, "wb", buffering=0)
-            w_transport, w_protocol = await loop.connect_write_pipe(lambda: _Output(loop), out_file)
+            w_transport, w_protocol = await loop.connect_write_pipe(
+                lambda: _Output(loop), os.fdopen(os.dup(out_fd), "wb", buffering=0)
+            )
             output = asyncio.StreamWriter(w_transport, w_protocol, None, loop), w_protocol
-        yield _StdioStream(reader, output, in_fd, out_fd, initial)
+        stream = _StdioStream(reader, output, in_fd, out_fd, initial)
+        yield stream
     finally:
-        if output is not None:
-            output[0].close()
-        else:
-            os.close(out_fd)
+        if stream is not None:
+            await stream.aclose()
+        elif output is not None:
+            output[0].transport.abort()
         if read_transport is not None:
             read_transport.close()
+        # nothing reads or writes them any more (a closed transport has left the selector)
+        os.set_blocking(in_fd, in_blocking)
+        os.set_blocking(out_fd, out_blocking)
+        os.close(out_fd)
         if guard_stdout:
             sys.stdout = saved_stdout
