@@ -282,7 +282,7 @@ def _serve_stdio(config: DaemonConfig, model: LanguageModel, max_line_bytes: int
 
     registry, state = build_registry(config), BridgeState(config)
     try:
-        initial = answer_initialize(registry, state)
+        initial = answer_initialize(registry, state, max_line_bytes=max_line_bytes)
         _tune_malloc()
         import anyio
 

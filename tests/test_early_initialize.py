@@ -4,8 +4,10 @@ else is left to the connection untouched."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import sys
 
 import orjson
 import pytest
@@ -20,7 +22,7 @@ INITIALIZE = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol
 PING = b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
 
 
-def early(data: bytes, config=None) -> tuple[bytes, bytes]:
+def early(data: bytes, config=None, **options) -> tuple[bytes, bytes]:
     """What ``answer_initialize`` wrote and what it handed on, reading ``data`` from a pipe."""
     config = config or default_config()
     in_r, in_w = os.pipe()
@@ -29,7 +31,9 @@ def early(data: bytes, config=None) -> tuple[bytes, bytes]:
         os.write(in_w, data)
         os.close(in_w)  # all written: the read sees the data, or end of input
         in_w = -1
-        rest = answer_initialize(build_registry(config), BridgeState(config), in_r, out_w)
+        rest = answer_initialize(
+            build_registry(config), BridgeState(config), in_r, out_w, **options
+        )
         os.close(out_w)
         out_w = -1
         written = b""
@@ -122,3 +126,86 @@ def test_stdio_serves_on_after_an_early_answer_split_across_writes():
             process.wait()
         assert process.stdout is not None
         process.stdout.close()
+
+
+@pytest.mark.parametrize("position", ["first", "second"])
+def test_an_initialize_longer_than_max_line_bytes_is_refused_wherever_it_comes(position):
+    limit = len(INITIALIZE) - 2  # the line without its newline is one byte too long
+    data = INITIALIZE + PING if position == "first" else PING + INITIALIZE
+    done = subprocess.run(
+        [*OAMD, "stdio", "--max-line-bytes", str(limit)],
+        input=data,
+        capture_output=True,
+        timeout=30,
+        check=True,
+    )
+    replies = {m["id"]: m for m in map(orjson.loads, done.stdout.splitlines())}
+    assert replies.keys() == {None, 2}
+    assert replies[None]["error"]["code"] == -32600
+    assert replies[None]["error"]["data"]["limit"] == limit
+
+
+def test_an_initialize_of_exactly_max_line_bytes_is_answered_early():
+    written, rest = early(INITIALIZE + PING, max_line_bytes=len(INITIALIZE) - 1)
+    assert orjson.loads(written)["id"] == 1 and rest == PING
+
+
+def test_a_non_blocking_stdin_found_empty_is_waited_for():
+    """An engine may hand over a non-blocking pipe with nothing in it yet."""
+    config = default_config()
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    os.set_blocking(in_r, False)
+
+    def arrive_when_found_empty(frame, event, arg):
+        if event == "c_exception" and arg is os.read:  # the daemon read an empty pipe
+            os.write(in_w, INITIALIZE + PING)
+
+    try:
+        sys.setprofile(arrive_when_found_empty)
+        try:
+            rest = answer_initialize(build_registry(config), BridgeState(config), in_r, out_w)
+        finally:
+            sys.setprofile(None)
+        assert rest == PING
+        assert orjson.loads(os.read(out_r, 65536))["id"] == 1
+        assert not os.get_blocking(in_r)  # the flag belongs to the parent's pipe too
+    finally:
+        for fd in (in_r, in_w, out_r, out_w):
+            os.close(fd)
+
+
+def test_a_full_non_blocking_stdout_is_waited_for_and_the_answer_written_whole():
+    config = default_config()
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    os.set_blocking(out_w, False)
+    filler = 0
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            filler += os.write(out_w, bytes(4096))
+    drained = bytearray()
+
+    def make_room_when_found_full(frame, event, arg):
+        if event == "c_exception" and arg is os.write and not drained:  # the daemon found it full
+            drained.extend(os.read(out_r, filler))
+
+    os.write(in_w, INITIALIZE)
+    try:
+        sys.setprofile(make_room_when_found_full)
+        try:
+            answer_initialize(build_registry(config), BridgeState(config), in_r, out_w)
+        finally:
+            sys.setprofile(None)
+        os.set_blocking(out_r, False)
+        written = bytes(drained)
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(out_r, 65536):
+                written += chunk
+        assert len(drained) > 0
+        assert written.count(0) == filler
+        answer = written.replace(b"\0", b"")
+        assert answer.endswith(b"\n") and orjson.loads(answer)["id"] == 1
+    finally:
+        for fd in (in_r, in_w, out_r, out_w):
+            os.close(fd)

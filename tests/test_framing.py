@@ -283,3 +283,35 @@ def test_dev_null_as_stdin_or_stdout_is_served_without_a_traceback(redirect, tmp
     if redirect == "stdout":
         return
     assert done.stdout == b""  # nothing was asked
+
+
+@pytest.mark.parametrize(
+    ("data", "answered"),
+    [
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping"}', [1]),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping"}\r', [1]),
+        (  # the end-of-input rule: deferred work of the last line is still answered
+            b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+            b'{"jsonrpc":"2.0","id":2,"method":"test/sleep","params":{"ms":50}}',
+            [1, 2],
+        ),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n' + b"x" * (MAX_LINE + 1), [1, None]),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n  ', [1]),  # blank, as any blank line
+    ],
+    ids=["only-line", "crlf", "deferred", "oversized", "blank"],
+)
+def test_a_last_line_without_a_newline_is_a_line_and_answered_before_exit_zero(data, answered):
+    import subprocess
+
+    done = subprocess.run(
+        [*OAMD, "stdio", "--test-methods", "--max-line-bytes", str(MAX_LINE)],
+        input=data,
+        capture_output=True,
+        timeout=30,
+    )
+    assert done.returncode == 0
+    replies = [orjson.loads(line) for line in done.stdout.splitlines()]
+    assert [m["id"] for m in replies] == answered
+    assert all("result" in m for m in replies if m["id"] is not None)
+    if None in answered:
+        assert replies[-1]["error"]["data"]["limit"] == MAX_LINE

@@ -76,3 +76,14 @@ def test_any_split_of_the_stream_gives_the_same_lines(lines, cuts, limit):
         else:
             expected.append(line[:-1] if line.endswith(b"\r") else line)
     assert feed_all(LineFramer(limit), chunks) == expected
+
+
+def test_at_end_of_input_an_unfinished_last_line_is_a_line():
+    framer = LineFramer(10)
+    assert framer.feed(b"one\ntwo\r") == [b"one"]
+    assert framer.finish() == [b"two"]
+    assert framer.finish() == []  # it was handed out once
+    assert framer.feed(b"three\n") == [b"three"]
+    assert framer.finish() == []  # the input ended with its newline: nothing more
+    framer.feed(b"y" * 11)
+    assert framer.finish() == [OversizedLine(11)]

@@ -12,9 +12,11 @@ at the single boundary ``to_wire_error``. Cancelled work answers -32009.
 
 Lifecycle: running → shut down (``shutdown`` received: later requests fail -32023) → closed
 (end of input, transport broke, or the ``shutdown`` response went out). At end of input every
-request already received is still answered (as the reference does); ``tool/call``s that can no
-longer be answered fail at once. Closing cancels what is left, lets it answer within
-``SHUTDOWN_GRACE_SECONDS``, flushes, and returns from ``run``.
+request already received is still answered (as the reference does), a last line without its
+newline included; ``tool/call``s that can no longer be answered fail at once. A transport that can
+see its output go without writing (``wait_output_lost``: stdio's pipe) breaks the outbox then.
+Closing cancels what is left, lets it answer within ``SHUTDOWN_GRACE_SECONDS``, flushes, and
+returns from ``run``.
 
 Sockets (``oamd serve``) set three options; stdio sets none and its per-line path is unchanged.
 ``gate`` is consulted with each message until one is admitted (the authentication handshake):
@@ -172,6 +174,9 @@ class Connection:
             self._tg = tg
             tg.start_soon(self.outbox.run)
             tg.start_soon(self._watch_transport)
+            wait_output_lost = getattr(self._stream, "wait_output_lost", None)
+            if wait_output_lost is not None:  # stdio: its reader can go away while we are silent
+                tg.start_soon(self._watch_output, wait_output_lost)
             task_status.started()
             with self._reader_scope:
                 await self._read_loop()
@@ -195,7 +200,14 @@ class Connection:
         while True:
             try:
                 chunk = await receive()
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            except anyio.EndOfStream:
+                for line in self._framer.finish():  # a last line without "\n" is a line too
+                    if type(line) is bytes:
+                        self._on_line(line)
+                    else:
+                        self._reject_oversized(line)
+                return
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return
             for line in feed(chunk):
                 if type(line) is bytes:
@@ -211,6 +223,14 @@ class Connection:
     async def _watch_transport(self) -> None:
         await self.outbox.broken.wait()
         self._reader_scope.cancel()
+
+    async def _watch_output(self, wait_output_lost: Callable[[], Awaitable[None]]) -> None:
+        """A transport that sees its output go without a write (a pipe whose reader closed it)
+        breaks the outbox at once, as a failed write would: a running turn need not finish first."""
+        await wait_output_lost()
+        if not self.outbox.broken.is_set():
+            log.info("transport_closed", error="the reader of the output went away")
+            self.outbox.discard()
 
     def _dispatch_line(self, line: bytes) -> None:
         try:

@@ -2,7 +2,8 @@
 
 A line longer than the cap is never held in memory: once the pending bytes pass the cap the framer
 drops them and keeps dropping until the next newline, then reports one ``OversizedLine`` in the
-line's place, so the connection can answer it and keep going.
+line's place, so the connection can answer it and keep going. At end of input, ``finish`` ends an
+unfinished last line as a newline would: the input's last message is one even without its ``\n``.
 """
 
 from __future__ import annotations
@@ -75,6 +76,13 @@ class LineFramer:
             out.extend(lines)
             return out
         return lines  # type: ignore[return-value]
+
+    def finish(self) -> list[bytes | OversizedLine]:
+        """At end of input: the unfinished last line (or its ``OversizedLine``), as if a ``\\n``
+        had ended it; nothing when the input ended with one."""
+        if self._pending or self._discarding:
+            return self.feed(b"\n")
+        return []
 
     @property
     def discarding(self) -> bool:

@@ -4,6 +4,14 @@ While serving, the protocol owns fd 1: it is duplicated for the protocol and fd 
 at stderr, so a stray ``print`` or a chatty native library cannot corrupt the wire. Pipes and ttys
 are read through asyncio's pipe transports (no thread per read); regular files, which asyncio cannot
 watch, fall back to reads and writes in a worker thread.
+
+Output loss is reported, never swallowed: asyncio's write pipe closes itself when a write fails
+(``EPIPE``) or when the pipe's reader goes away (it watches the write end for ``POLLERR``/``POLLHUP``),
+without raising. The stream turns both into ``BrokenResourceError`` on the next send, and
+``wait_output_lost`` returns on them at once, so the connection stops without having to write.
+The pipe transports make the descriptors non-blocking; the open file descriptions are shared with
+the parent, so their blocking mode is put back as it was when serving ends, after the output was
+written (within ``WRITE_GRACE_SECONDS``).
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ from contextlib import asynccontextmanager
 
 import anyio
 from anyio.abc import ByteStream
+
+from oamd.limits import WRITE_GRACE_SECONDS
 
 __all__ = ["stdio_stream"]
 
@@ -39,18 +49,31 @@ def _is_pollable(fd: int, events: int) -> bool:
     return True
 
 
+class _Output(asyncio.streams.FlowControlMixin):
+    """The write pipe's protocol: flow control, and ``gone`` once the pipe is closed (a write
+    failed, its reader went away, or it was closed and everything buffered is written)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop=loop)
+        self.gone = anyio.Event()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self.gone.set()
+
+
 class _StdioStream(ByteStream):
     def __init__(
         self,
         reader: asyncio.StreamReader | None,
-        writer: asyncio.StreamWriter | None,
+        output: tuple[asyncio.StreamWriter, _Output] | None,
         in_fd: int,
         out_fd: int,
         initial: bytes = b"",
     ) -> None:
         self._initial = initial
         self._reader = reader
-        self._writer = writer
+        self._writer, self._output = output or (None, None)
         self._in_fd = in_fd
         self._out_fd = out_fd
 
@@ -70,35 +93,60 @@ class _StdioStream(ByteStream):
         """Hands ``item`` to the pipe at once when it takes it without waiting (not paused by
         flow control); ``False`` leaves it to ``send``."""
         writer = self._writer
-        if writer is None or writer.transport.is_closing():
+        if writer is None:
             return False
+        _check_open(writer)
         # asyncio's FlowControlMixin is paused while the pipe is full; unknown internals: wait
-        protocol = getattr(writer, "_protocol", None)
-        if protocol is None or getattr(protocol, "_paused", True):
+        if getattr(self._output, "_paused", True):
             return False
         try:
             writer.write(item)
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise anyio.BrokenResourceError from exc
+        _check_open(writer)  # a failed write closed the pipe instead of raising
         return True
 
     async def send(self, item: bytes) -> None:
         try:
             if self._writer is not None:
+                _check_open(self._writer)
                 self._writer.write(item)
-                await self._writer.drain()
+                await self._writer.drain()  # raises once the pipe closed
             else:
                 await anyio.to_thread.run_sync(_write_all, self._out_fd, item)
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise anyio.BrokenResourceError from exc
 
+    async def wait_output_lost(self) -> None:
+        """Returns once the output can take nothing more: a write failed, or the pipe's reader went
+        away (seen even while nothing is being written). A tty's loss shows at a write only; a
+        regular file or ``/dev/null``, written by a worker thread, is never reported here."""
+        if self._output is None:
+            await anyio.sleep_forever()
+        else:
+            await self._output.gone.wait()
+
     async def send_eof(self) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        """Closes the output once what asyncio still buffers is written (the last answers at end
+        of input would be lost with the event loop otherwise), within ``WRITE_GRACE_SECONDS``."""
+        writer, self._writer = self._writer, None
+        if writer is None or self._output is None:
+            return
+        writer.close()
+        with anyio.move_on_after(WRITE_GRACE_SECONDS, shield=True):
+            await self._output.gone.wait()
+        if not self._output.gone.is_set():
+            writer.transport.abort()  # the reader holds the pipe open and reads nothing
+
+
+def _check_open(writer: asyncio.StreamWriter) -> None:
+    """Raises ``BrokenResourceError`` once the pipe closed itself (asyncio does that on a failed
+    write, ``EPIPE``, or when the reader goes away, instead of raising)."""
+    if writer.transport.is_closing():
+        raise anyio.BrokenResourceError
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -116,14 +164,17 @@ async def stdio_stream(
     loop = asyncio.get_running_loop()
     in_fd = sys.stdin.fileno()
     out_fd = os.dup(1)  # the protocol's private copy of stdout; not inherited by children
+    # the pipe transports make these non-blocking; the parent shares their open file descriptions
+    in_blocking, out_blocking = os.get_blocking(in_fd), os.get_blocking(out_fd)
     saved_stdout = sys.stdout
     if guard_stdout:
         sys.stdout.flush()
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     reader: asyncio.StreamReader | None = None
-    writer: asyncio.StreamWriter | None = None
+    output: tuple[asyncio.StreamWriter, _Output] | None = None
     read_transport: asyncio.BaseTransport | None = None
+    stream: _StdioStream | None = None
     try:
         if _is_pollable(in_fd, selectors.EVENT_READ):
             reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
@@ -132,18 +183,22 @@ async def stdio_stream(
                 os.fdopen(os.dup(in_fd), "rb", buffering=0),
             )
         if _is_pollable(out_fd, selectors.EVENT_WRITE):
-            out_file = os.fdopen(out_fd, "wb", buffering=0)
             w_transport, w_protocol = await loop.connect_write_pipe(
-                lambda: asyncio.streams.FlowControlMixin(loop=loop), out_file
+                lambda: _Output(loop), os.fdopen(os.dup(out_fd), "wb", buffering=0)
             )
-            writer = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
-        yield _StdioStream(reader, writer, in_fd, out_fd, initial)
+            output = asyncio.StreamWriter(w_transport, w_protocol, None, loop), w_protocol
+        stream = _StdioStream(reader, output, in_fd, out_fd, initial)
+        yield stream
     finally:
-        if writer is not None:
-            writer.close()
-        else:
-            os.close(out_fd)
+        if stream is not None:
+            await stream.aclose()
+        elif output is not None:
+            output[0].transport.abort()
         if read_transport is not None:
             read_transport.close()
+        # nothing reads or writes them any more (a closed transport has left the selector)
+        os.set_blocking(in_fd, in_blocking)
+        os.set_blocking(out_fd, out_blocking)
+        os.close(out_fd)
         if guard_stdout:
             sys.stdout = saved_stdout
