@@ -20,6 +20,7 @@ __all__ = [
     "MAX_PREAUTH_LINE_BYTES",
     "MAX_QUEUED_OPERATIONS",
     "MAX_SAFE_INTEGER",
+    "MAX_SCRIPT_CHUNKS",
     "MAX_SESSIONS",
     "MAX_SUBSCRIPTIONS",
     "MAX_TIMEOUT_SECONDS",
@@ -119,6 +120,10 @@ OUTBOX_HIGH_WATER_BYTES = 1 << 20
 MAX_OUTBOX_BYTES = 64 * 1024 * 1024
 """``oamd serve``: bytes waiting for a client that does not read; past it the client is disconnected
 (``--max-outbox-bytes``). stdio is not cut off: its peer is the parent process."""
+
+MAX_SCRIPT_CHUNKS = 1 << 20
+"""Most pieces a scripted step's ``chunks`` asks for (one per character of the longest text a
+step may stream); more is ``-32602`` naming ``model.steps[i].chunks``."""
 
 MAX_CONNECTIONS = 16
 """``oamd serve``: clients served at once (``--max-connections``); one more gets a single -32055
