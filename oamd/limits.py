@@ -22,6 +22,7 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "MAX_SCRIPT_CHUNKS",
     "MAX_SESSIONS",
+    "MAX_STEP_TEXT_CHARS",
     "MAX_SUBSCRIPTIONS",
     "MAX_TIMEOUT_SECONDS",
     "MAX_TOOLS",
@@ -120,6 +121,10 @@ OUTBOX_HIGH_WATER_BYTES = 1 << 20
 MAX_OUTBOX_BYTES = 64 * 1024 * 1024
 """``oamd serve``: bytes waiting for a client that does not read; past it the client is disconnected
 (``--max-outbox-bytes``). stdio is not cut off: its peer is the parent process."""
+
+MAX_STEP_TEXT_CHARS = 1 << 20
+"""Most characters one model step may stream (about 250,000 tokens, past any model's output
+limit); a step that streams more fails ``-32012 generation_failed``, whatever the backend."""
 
 MAX_SCRIPT_CHUNKS = 1 << 20
 """Most pieces a scripted step's ``chunks`` asks for (one per character of the longest text a
