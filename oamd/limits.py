@@ -30,6 +30,7 @@ __all__ = [
     "MAX_WORLDS",
     "MAX_WORLD_BYTES",
     "OUTBOX_HIGH_WATER_BYTES",
+    "PEER_STALL_SECONDS",
     "PROTOCOL_VERSION",
     "RECOMMENDED_MAX_TOOLS",
     "SHUTDOWN_GRACE_SECONDS",
@@ -121,6 +122,12 @@ OUTBOX_HIGH_WATER_BYTES = 1 << 20
 MAX_OUTBOX_BYTES = 64 * 1024 * 1024
 """``oamd serve``: bytes waiting for a client that does not read; past it the client is disconnected
 (``--max-outbox-bytes``). stdio is not cut off: its peer is the parent process."""
+
+PEER_STALL_SECONDS = 10.0
+"""How long a streaming turn waits for a peer that takes nothing while more than
+``OUTBOX_HIGH_WATER_BYTES`` wait for it. A peer that reads slowly paces the turn; one that stops
+reading for this long no longer holds it (or the model slot it streams from): its output then piles
+up until ``MAX_OUTBOX_BYTES`` cuts it off."""
 
 MAX_STEP_TEXT_CHARS = 1 << 20
 """Most characters one model step may stream (about 250,000 tokens, past any model's output
