@@ -120,8 +120,9 @@ OUTBOX_HIGH_WATER_BYTES = 1 << 20
 """Bytes waiting to be written above which a connection stops reading until they are written."""
 
 MAX_OUTBOX_BYTES = 64 * 1024 * 1024
-"""``oamd serve``: bytes waiting for a client that does not read; past it the client is disconnected
-(``--max-outbox-bytes``). stdio is not cut off: its peer is the parent process."""
+"""Bytes waiting, behind a write in progress, for a peer that does not read (``--max-outbox-bytes``);
+past it the peer is cut off: a socket client is disconnected, and ``oamd stdio`` takes its parent
+for gone (as when stdout breaks: everything is cancelled and it exits 141)."""
 
 PEER_STALL_SECONDS = 10.0
 """How long a streaming turn waits for a peer that takes nothing while more than
