@@ -17,6 +17,7 @@ from oamd.limits import (
     DEFAULT_TOOL_TIMEOUT_SECONDS,
     MAX_CONNECTION_BYTES,
     MAX_LINE_BYTES,
+    MAX_OUTBOX_BYTES,
     MAX_SESSIONS,
 )
 from oamd.methods import core
@@ -178,9 +179,10 @@ async def serve_stream(
     registry: Registry | None = None,
     state: BridgeState | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
+    max_outbox_bytes: float = float("inf"),
 ) -> bool:
     """Serves one connection until it closes; its sessions die with it. Returns whether it ended
-    because its output broke (the peer stopped reading)."""
+    because its output broke (or the peer let more than ``max_outbox_bytes`` pile up)."""
     from oamd.rpc import Connection  # the event loop's side loads once serving begins
 
     state = state or BridgeState(config)
@@ -194,6 +196,7 @@ async def serve_stream(
         state,
         max_line_bytes=max_line_bytes,
         on_close=on_close,
+        max_outbox_bytes=max_outbox_bytes,
     )
     async with stream:
         await conn.run()
@@ -207,12 +210,19 @@ async def serve_stdio(
     state: BridgeState | None = None,
     initial: bytes = b"",
     max_line_bytes: int = MAX_LINE_BYTES,
+    max_outbox_bytes: int = MAX_OUTBOX_BYTES,
 ) -> bool:
-    """Serves stdin/stdout (``True``: it ended because stdout broke); ``initial``: what was read before (``oamd.early_initialize``), with
-    the ``registry`` and ``state`` that answered it."""
+    """Serves stdin/stdout (``True``: it ended because stdout broke, or the parent let more than
+    ``max_outbox_bytes`` pile up); ``initial``: what was read before (``oamd.early_initialize``),
+    with the ``registry`` and ``state`` that answered it."""
     from oamd.transport import stdio_stream
 
     async with stdio_stream(initial=initial) as stream:
         return await serve_stream(
-            stream, config, registry=registry, state=state, max_line_bytes=max_line_bytes
+            stream,
+            config,
+            registry=registry,
+            state=state,
+            max_line_bytes=max_line_bytes,
+            max_outbox_bytes=max_outbox_bytes,
         )

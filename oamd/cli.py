@@ -39,8 +39,10 @@ __all__ = ["main"]
 EXIT_UNAVAILABLE = 3
 EXIT_USAGE = 2
 EXIT_OUTPUT_BROKEN = 141
-"""``oamd stdio`` could no longer write its stdout (the engine is gone): everything still running was
-cancelled at once. 128 + SIGPIPE, as a shell reports a process killed by a broken pipe."""
+"""``oamd stdio`` could no longer write its stdout (the engine is gone), or the engine let more than
+``--max-outbox-bytes`` wait unread (taken for gone, logged as ``peer_not_reading``): everything
+still running was cancelled at once. 128 + SIGPIPE, as a shell reports a process killed by a broken
+pipe."""
 
 GC_THRESHOLDS = (50_000, 50, 1000)
 """The serving process's collector: a young collection every 50,000 net allocations instead of
@@ -108,6 +110,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     serving.add_argument("--max-sessions", type=_positive, default=MAX_SESSIONS)
     serving.add_argument(
+        "--max-outbox-bytes",
+        type=_positive,
+        default=MAX_OUTBOX_BYTES,
+        help="bytes waiting for a peer that does not read before it is cut off (stdio: exit 141)",
+    )
+    serving.add_argument(
         "--max-connection-bytes",
         type=_positive,
         default=MAX_CONNECTION_BYTES,
@@ -155,7 +163,6 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
         default=MAX_CONCURRENT_GENERATIONS,
         help="model generations at once, shared fairly among clients",
     )
-    p.add_argument("--max-outbox-bytes", type=_positive, default=MAX_OUTBOX_BYTES)
     p.add_argument(
         "--max-pending-auth",
         type=_positive,
@@ -272,10 +279,12 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:  # a second Ctrl-C during the drain
             return 130
         return 0
-    return _serve_stdio(config, model, args.max_line_bytes)
+    return _serve_stdio(config, model, args.max_line_bytes, args.max_outbox_bytes)
 
 
-def _serve_stdio(config: DaemonConfig, model: LanguageModel, max_line_bytes: int) -> int:
+def _serve_stdio(
+    config: DaemonConfig, model: LanguageModel, max_line_bytes: int, max_outbox_bytes: int
+) -> int:
     """A leading ``initialize`` is answered before the event loop's libraries load."""
     from oamd.early_initialize import answer_initialize
     from oamd.methods.state import BridgeState
@@ -295,6 +304,7 @@ def _serve_stdio(config: DaemonConfig, model: LanguageModel, max_line_bytes: int
                 state=state,
                 initial=initial,
                 max_line_bytes=max_line_bytes,
+                max_outbox_bytes=max_outbox_bytes,
             ),
         )
     except KeyboardInterrupt:

@@ -20,7 +20,9 @@ __all__ = [
     "MAX_PREAUTH_LINE_BYTES",
     "MAX_QUEUED_OPERATIONS",
     "MAX_SAFE_INTEGER",
+    "MAX_SCRIPT_CHUNKS",
     "MAX_SESSIONS",
+    "MAX_STEP_TEXT_CHARS",
     "MAX_SUBSCRIPTIONS",
     "MAX_TIMEOUT_SECONDS",
     "MAX_TOOLS",
@@ -28,6 +30,7 @@ __all__ = [
     "MAX_WORLDS",
     "MAX_WORLD_BYTES",
     "OUTBOX_HIGH_WATER_BYTES",
+    "PEER_STALL_SECONDS",
     "PROTOCOL_VERSION",
     "RECOMMENDED_MAX_TOOLS",
     "SHUTDOWN_GRACE_SECONDS",
@@ -117,8 +120,23 @@ OUTBOX_HIGH_WATER_BYTES = 1 << 20
 """Bytes waiting to be written above which a connection stops reading until they are written."""
 
 MAX_OUTBOX_BYTES = 64 * 1024 * 1024
-"""``oamd serve``: bytes waiting for a client that does not read; past it the client is disconnected
-(``--max-outbox-bytes``). stdio is not cut off: its peer is the parent process."""
+"""Bytes waiting, behind a write in progress, for a peer that does not read (``--max-outbox-bytes``);
+past it the peer is cut off: a socket client is disconnected, and ``oamd stdio`` takes its parent
+for gone (as when stdout breaks: everything is cancelled and it exits 141)."""
+
+PEER_STALL_SECONDS = 10.0
+"""How long a streaming turn waits for a peer that takes nothing while more than
+``OUTBOX_HIGH_WATER_BYTES`` wait for it. A peer that reads slowly paces the turn; one that stops
+reading for this long no longer holds it (or the model slot it streams from): its output then piles
+up until ``MAX_OUTBOX_BYTES`` cuts it off."""
+
+MAX_STEP_TEXT_CHARS = 1 << 20
+"""Most characters one model step may stream (about 250,000 tokens, past any model's output
+limit); a step that streams more fails ``-32012 generation_failed``, whatever the backend."""
+
+MAX_SCRIPT_CHUNKS = 1 << 20
+"""Most pieces a scripted step's ``chunks`` asks for (one per character of the longest text a
+step may stream); more is ``-32602`` naming ``model.steps[i].chunks``."""
 
 MAX_CONNECTIONS = 16
 """``oamd serve``: clients served at once (``--max-connections``); one more gets a single -32055

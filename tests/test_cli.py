@@ -24,6 +24,7 @@ BAD = [
     (["serve", "--max-connections", "0"], "--max-connections: must be at least 1, not 0"),
     (["serve", "--max-pending-auth", "0"], "--max-pending-auth: must be at least 1, not 0"),
     (["stdio", "--max-connection-bytes", "-1"], "--max-connection-bytes: must be at least 1"),
+    (["stdio", "--max-outbox-bytes", "0"], "--max-outbox-bytes: must be at least 1, not 0"),
 ]
 
 

@@ -3,6 +3,7 @@ properties of the parser itself (it never raises; canonical envelopes read back 
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -20,7 +21,14 @@ from envelope_support import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oamd.agent.envelope._json_reader import first_value, has_complete_value, streaming_value
+from oamd.agent.envelope._json_reader import (
+    CompletionWatch,
+    _balanced_end,
+    _openers,
+    first_value,
+    has_complete_value,
+    streaming_value,
+)
 from oamd.agent.envelope._parser import Call, argument_candidates, encode_envelope, parse_envelope
 
 pytestmark = pytest.mark.anyio
@@ -172,6 +180,37 @@ def test_the_lenient_parser_never_raises(text: str, tools: list[str], allow_resp
     found = first_value(text)
     if isinstance(found, dict):
         argument_candidates(found, tools[0])
+
+
+def _pieces(text: str, cuts: list[int]) -> list[str]:
+    bounds = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def _first_bracket_closed(text: str, arrays: bool) -> bool:
+    starts = _openers(text, arrays)
+    return bool(starts) and _balanced_end(text, starts[0]) is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSONISH, st.lists(st.integers(0, 400), max_size=12), st.booleans())
+def test_a_completion_watch_fed_piece_by_piece_agrees_with_has_complete_value(
+    text: str, cuts: list[int], arrays: bool
+):
+    watch = CompletionWatch(arrays=arrays)
+    so_far = ""
+    closed = False
+    for piece in _pieces(text, cuts):
+        so_far += piece
+        found = watch.feed(piece, lambda text=so_far: text)
+        expected = ("}" in piece or "]" in piece) and has_complete_value(so_far, arrays=arrays)
+        if not closed:
+            assert found == expected  # up to the first bracket's close: the same answer
+        else:
+            assert expected or not found  # after a slice that did not parse: never a wrong yes
+        if found:
+            break
+        closed = _first_bracket_closed(so_far, arrays)
 
 
 @settings(max_examples=200, deadline=None)

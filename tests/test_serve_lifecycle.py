@@ -109,8 +109,20 @@ async def test_a_signal_drains_cancels_turns_with_their_errors_and_exits_zero(si
 
 
 async def test_a_client_that_never_reads_is_cut_off_while_another_stays_responsive():
-    # one streamed turn whose events (each carries the running text) add up to about 10 MB
-    flood = {"type": "scripted", "steps": [{"text": "x" * 40_000, "chunks": 500}]}
+    # twelve answers of about 1 MB each, asked for at once: far more than the kernel buffers
+    big = {"text": "x" * 1_000_000, "chunks": 1}
+    flood = {"type": "scripted", "steps": [], "fallback": big}
+    turns = [
+        line(
+            {
+                "jsonrpc": "2.0",
+                "id": 2 + i,
+                "method": "session/respond",
+                "params": {"session": "f", "prompt": "Talk."},
+            }
+        )
+        for i in range(12)
+    ]
     async with serve("--max-outbox-bytes", str(2 << 20)) as daemon, daemon.connect("tcp") as other:
         silent = await daemon.raw()
         async with silent:
@@ -124,14 +136,7 @@ async def test_a_client_that_never_reads_is_cut_off_while_another_stays_responsi
                             "params": {"session": "f", "model": flood},
                         }
                     )
-                    + line(
-                        {
-                            "jsonrpc": "2.0",
-                            "id": 2,
-                            "method": "session/respond",
-                            "params": {"session": "f", "prompt": "Talk.", "stream": True},
-                        }
-                    )
+                    + b"".join(turns)
                 )
                 latencies = []
                 for _ in range(200):
@@ -140,7 +145,7 @@ async def test_a_client_that_never_reads_is_cut_off_while_another_stays_responsi
                     latencies.append(anyio.current_time() - start)
                 await settle(other, 1)  # the silent client was disconnected...
                 received = await read_to_end(silent)  # ...after what the kernel had buffered
-        assert len(received) < 10_000_000
+        assert len(received) < 12_000_000
     assert "peer_not_reading" in logged_events(daemon)
     latencies.sort()
     p99 = latencies[int(len(latencies) * 0.99) - 1]

@@ -13,6 +13,7 @@ from conftest import memory_daemon
 from oamd.app import default_config
 from oamd.backends.base import ChatMessage, GenerationRequest, TextDelta
 from oamd.client import RpcError
+from oamd.limits import MAX_SCRIPT_CHUNKS
 
 pytestmark = pytest.mark.anyio
 
@@ -240,7 +241,13 @@ async def test_an_error_after_a_tool_round_leaves_no_history(client):
         ),
         (
             {"type": "scripted", "steps": [{"text": "hi", "chunks": 0}]},
-            "Parameter 'model.steps[0].chunks' must be at least 1.",
+            f"Parameter 'model.steps[0].chunks' must be a whole number from 1 to "
+            f"{MAX_SCRIPT_CHUNKS}; got 0.",
+        ),
+        (
+            {"type": "scripted", "steps": [{"text": "hi", "chunks": MAX_SCRIPT_CHUNKS + 1}]},
+            f"Parameter 'model.steps[0].chunks' must be a whole number from 1 to "
+            f"{MAX_SCRIPT_CHUNKS}; got {MAX_SCRIPT_CHUNKS + 1}.",
         ),
         (
             {"type": "scripted", "steps": [{"text": 5}]},
@@ -267,6 +274,7 @@ async def test_an_error_after_a_tool_round_leaves_no_history(client):
         "tool-call-not-object",
         "tool-call-without-name",
         "zero-chunks",
+        "chunks-past-the-limit",
         "non-string-text",
         "steps-not-array",
         "unknown-type",

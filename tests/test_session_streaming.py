@@ -7,6 +7,8 @@ from typing import Any
 import anyio
 import pytest
 
+from oamd.limits import MAX_STEP_TEXT_CHARS
+
 pytestmark = pytest.mark.anyio
 
 STEEL = "Steel is forged in fire and patience."
@@ -257,3 +259,57 @@ async def test_a_timed_out_call_sends_tool_cancel_after_its_completed_event(clie
     )
     response_at = next(i for i, m in enumerate(client.recorder.received) if m.get("id") == turn)
     assert completed_at < cancel_at < response_at
+
+
+# ---- long, fast streams --------------------------------------------------------------------
+
+
+def answered(client, request_id: Any) -> bool:
+    return any(m.get("id") == request_id and "method" not in m for m in client.recorder.received)
+
+
+async def test_a_ping_and_another_sessions_turn_are_answered_while_a_long_fast_turn_runs(client):
+    # a quarter of a million characters in two-character pieces, played as fast as the loop goes
+    long = scripted({"text": "x" * 250_000, "chunks": 125_000})
+    await client.request("session/create", {"session": "long", "model": long})
+    await client.request("session/create", {"session": "quick", "model": scripted({"text": "Hi."})})
+    with anyio.fail_after(10):  # the whole turn used to hold the event loop for seconds at once
+        turn = await client.start("session/respond", {"session": "long", "prompt": "Talk."})
+        while not (await client.request("test/modelRequests", {"session": "long"}))["requests"]:
+            pass  # each look is a round trip; the model is asked once the turn runs
+        assert await client.request("ping") == {}
+        quick = await client.request("session/respond", {"session": "quick", "prompt": "Hello."})
+        assert quick["text"] == "Hi."
+        assert not answered(client, turn)  # both were answered while the long turn streamed
+        await client.request("session/cancel", {"session": "long"})
+        assert (await client.wait(turn))["error"]["data"]["code"] == "cancelled"
+
+
+async def test_a_many_chunk_step_sends_few_text_events_and_the_last_holds_the_whole_text(client):
+    many = {"text": "x" * 20_000, "chunks": 10_000}
+    with anyio.fail_after(10):
+        turn, result = await streamed_turn(client, scripted(many))
+    texts = text_events(client, turn)
+    assert 0 < len(texts) <= 2_000  # one per piece was 10,000 events, each with the text so far
+    assert texts[-1]["text"] == result["text"] == many["text"]
+    assert "".join(e["delta"] for e in texts) == result["text"]
+    assert all(not e["isReset"] for e in texts)
+    assert turn_sequence(client, turn) == ["modelStep", "text", "response"]
+
+
+@pytest.mark.parametrize("style", ["native", "envelope"])
+async def test_a_step_that_streams_past_the_text_limit_fails_generation_failed(client, style):
+    too_long = {"text": "x" * (MAX_STEP_TEXT_CHARS + 1), "chunks": 64}
+    model = {**scripted(too_long), "style": style}
+    await client.request(
+        "session/create", {"session": "g", "model": model, "options": {"maxAttempts": 1}}
+    )
+    with anyio.fail_after(20):
+        turn = await client.start(
+            "session/respond", {"session": "g", "prompt": "Talk.", "stream": True}
+        )
+        reply = await client.wait(turn)
+    assert reply["error"]["data"]["code"] == "generation_failed"
+    assert str(MAX_STEP_TEXT_CHARS) in reply["error"]["message"]
+    shown = text_events(client, turn)[-1]["text"]  # what it said up to there was shown
+    assert len(shown) > MAX_STEP_TEXT_CHARS

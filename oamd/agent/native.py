@@ -32,6 +32,7 @@ from oamd.agent.events import (
     TurnUsage,
 )
 from oamd.agent.prompt import entries_to_messages, history_window, message_tokens
+from oamd.agent.stream import Pace, StepStream
 from oamd.agent.tools import (
     RESPOND_DIRECTLY,
     RESPOND_DIRECTLY_DESCRIPTION,
@@ -65,8 +66,10 @@ async def run_native_turn(
     emit: Callable[[TurnEvent], None],
     execute: ToolExecutor,
     sleep: Callable[[float], Awaitable[None]],
+    pace: Pace | None = None,
 ) -> TurnResult:
-    """Runs the turn on a model with a tool-call API.
+    """Runs the turn on a model with a tool-call API; ``pace`` is awaited after each text event
+    (``oamd.agent.stream``).
 
     Raises:
         ModelError: the model failed, and the turn's ``RetryPolicy`` does not retry the failure,
@@ -74,7 +77,7 @@ async def run_native_turn(
     """
     state = _TurnState()
     return await spec.settings.retry.run(
-        lambda: _attempt(spec, emit, execute, state),
+        lambda: _attempt(spec, emit, execute, state, pace),
         sleep,
         may_retry=lambda: not state.tool_ran,
     )
@@ -95,14 +98,18 @@ def _system_message(spec: TurnSpec) -> list[ChatMessage]:
 
 
 async def _attempt(
-    spec: TurnSpec, emit: Callable[[TurnEvent], None], execute: ToolExecutor, state: _TurnState
+    spec: TurnSpec,
+    emit: Callable[[TurnEvent], None],
+    execute: ToolExecutor,
+    state: _TurnState,
+    pace: Pace | None,
 ) -> TurnResult:
     entries: list[dict[str, Any]] = [{"kind": "prompt", "text": spec.prompt}]
     records: list[ToolRecord] = list(spec.carried_records)
     if spec.watch is not None:
         spec.watch(entries)
     try:
-        return await _steps(spec, emit, execute, state, entries, records)
+        return await _steps(spec, emit, execute, state, entries, records, pace)
     except ModelError as exc:
         exc.turn_records = records  # what the failed run gathered, for a caller's retry
         raise
@@ -115,6 +122,7 @@ async def _steps(
     state: _TurnState,
     entries: list[dict[str, Any]],
     records: list[ToolRecord],
+    pace: Pace | None,
 ) -> TurnResult:
     tool_names = [t.name for t in spec.tools]
     by_name = {t.name: t for t in spec.tools}
@@ -148,7 +156,7 @@ async def _steps(
             kind="structured" if spec.schema else "answer",
             estimated_input_tokens=fixed_tokens + message_tokens(current),
         )
-        text, requested = await _generate(spec, request, emit, state, index)
+        text, requested = await _generate(spec, request, emit, state, pace)
         if not requested:
             return _finish(spec, text, entries, records, state)
         rounds += 1
@@ -203,34 +211,44 @@ async def _generate(
     request: GenerationRequest,
     emit: Callable[[TurnEvent], None],
     state: _TurnState,
-    index: int,
+    pace: Pace | None,
 ) -> tuple[str, list[ToolCallRequest]]:
-    parts: list[str] = []
     requested: list[ToolCallRequest] = []
-    step_text = ""
-    async for event in spec.model.generate(request):
-        if type(event) is TextDelta:
-            if not event.text:
-                continue
-            parts.append(event.text)
-            if spec.schema is None:
-                if not step_text and state.shown_text:
-                    step_text = event.text  # an earlier step's text was shown: replace it
-                    state.shown_text = step_text
-                    emit(TextUpdated(step_text, step_text, is_reset=True))
-                else:
-                    step_text += event.text
-                    state.shown_text = step_text
-                    emit(TextUpdated(event.text, step_text))
-            else:
-                value = _try_json("".join(parts))
-                if value is not _INCOMPLETE:
-                    emit(PartialValue(value))
-        elif type(event) is ToolCallRequest:
-            requested.append(event)
-        elif type(event) is Usage:
-            state.usage.add(event.input_tokens, event.cached_input_tokens, event.output_tokens)
-    return "".join(parts), requested
+    shown = ""  # what this step has shown; an earlier step's text is replaced by its first
+
+    def show(so_far: str) -> None:
+        nonlocal shown
+        if spec.schema is not None:
+            value = _try_json(so_far)
+            if value is not _INCOMPLETE:
+                emit(PartialValue(value))
+            return
+        if not shown and state.shown_text:
+            emit(TextUpdated(so_far, so_far, is_reset=True))
+        else:
+            emit(TextUpdated(so_far[len(shown) :], so_far))
+        shown = state.shown_text = so_far
+
+    stream = StepStream(show, pace)
+    events = spec.model.generate(request)
+    try:
+        async for event in events:
+            if type(event) is TextDelta:
+                if event.text:
+                    await stream.add(event.text)
+            elif type(event) is ToolCallRequest:
+                requested.append(event)
+                await stream.checkpoint()
+            elif type(event) is Usage:
+                state.usage.add(event.input_tokens, event.cached_input_tokens, event.output_tokens)
+    except ModelError:
+        stream.finish()  # what the model said before it failed is shown, as it came
+        raise
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+    return stream.finish(), requested
 
 
 _INCOMPLETE = object()

@@ -15,6 +15,7 @@ import anyio
 from oamd.agent.envelope import run_envelope_turn
 from oamd.agent.events import TurnEvent, TurnResult
 from oamd.agent.native import run_native_turn
+from oamd.agent.stream import Pace
 from oamd.agent.turn import ToolExecutor, TurnSpec
 
 __all__ = ["run_turn"]
@@ -25,8 +26,12 @@ async def run_turn(
     emit: Callable[[TurnEvent], None],
     execute: ToolExecutor,
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+    *,
+    pace: Pace | None = None,
 ) -> TurnResult:
     """Runs the turn; failures are retried by ``spec.settings.retry`` through ``sleep``.
+    ``pace`` is awaited after each text or partial event: a streaming caller passes the peer's
+    (``oamd.agent.stream``).
 
     Raises:
         ModelError: the turn failed after its retries.
@@ -36,5 +41,5 @@ async def run_turn(
     # planned before a server was probed would run on guesses (unconstrained JSON on llama.cpp)
     await spec.model.settle_capabilities()
     if spec.model.capabilities.native_tools:
-        return await run_native_turn(spec, emit, execute, sleep)
-    return await run_envelope_turn(spec, emit, execute, sleep)
+        return await run_native_turn(spec, emit, execute, sleep, pace)
+    return await run_envelope_turn(spec, emit, execute, sleep, pace)

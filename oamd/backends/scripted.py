@@ -2,7 +2,8 @@
 
 Each model inference plays the next step; a tool round takes one step and the answer another.
 When the steps run out, ``fallback`` (default ``{"text": "(script exhausted)"}``) plays. Steps:
-``text`` (+ ``chunks``, streamed in about that many pieces), ``toolCalls``, ``json``, ``template``
+``text`` (+ ``chunks``, streamed in about that many pieces, at most ``MAX_SCRIPT_CHUNKS``, letting
+other tasks run between two), ``toolCalls``, ``json``, ``template``
 (``{prompt}``, ``{toolOutputs}``, ``{toolOutput}`` substituted in that order), ``error`` (any model
 ``data.code``), and the oamd extension ``raw`` (+ ``chunks``: text played verbatim, whatever the
 step asks for); any step may wait ``delayMs`` first. Templates read the request's turn snapshot
@@ -27,6 +28,7 @@ from typing import Any
 
 import anyio
 import orjson
+from anyio.lowlevel import checkpoint
 
 from oamd.backends.base import (
     Availability,
@@ -41,6 +43,7 @@ from oamd.backends.base import (
 )
 from oamd.errors import MODEL_ERROR_NAMES, InvalidParams, ModelError
 from oamd.jsonvalue import dumps_text
+from oamd.limits import MAX_SCRIPT_CHUNKS
 
 __all__ = ["Script", "ScriptStep", "ScriptedModel", "parse_script", "split_chunks"]
 
@@ -112,8 +115,15 @@ def _parse_step(raw: Any, path: str) -> ScriptStep:
             chunks = raw.get("chunks")
             if chunks is None:
                 chunks = _DEFAULT_CHUNKS
-            elif isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
-                raise InvalidParams(f"Parameter '{path}.chunks' must be at least 1.")
+            elif (
+                isinstance(chunks, bool)
+                or not isinstance(chunks, int)
+                or not 1 <= chunks <= MAX_SCRIPT_CHUNKS
+            ):
+                raise InvalidParams(
+                    f"Parameter '{path}.chunks' must be a whole number from 1 to "
+                    f"{MAX_SCRIPT_CHUNKS}; got {_shown(chunks)}."
+                )
             return ScriptStep(kind, text, chunks, delay)
     if "toolCalls" in raw and raw["toolCalls"] is not None:
         calls = raw["toolCalls"]
@@ -327,7 +337,9 @@ class ScriptedModel(LanguageModel):
             return
         text = step.value if step.kind in ("text", "raw") else render_template(step.value, request)
         output_tokens = 0
-        for piece in split_chunks(text, step.chunks):
+        for index, piece in enumerate(split_chunks(text, step.chunks)):
+            if index:
+                await checkpoint()  # a model between two tokens: the loop serves others
             output_tokens += max(1, len(piece) // 4)
             yield TextDelta(piece)
         yield Usage(input_tokens, 0, output_tokens)

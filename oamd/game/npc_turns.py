@@ -16,6 +16,7 @@ from oamd.agent.events import TurnEvent
 from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
 from oamd.agent.run import run_turn
+from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolChoice, ToolDefinition
 from oamd.agent.turn import ToolExecutor, TurnSpec, one_off_turn
 from oamd.backends.base import Sampling
@@ -59,8 +60,11 @@ async def talk_turn(
     on_event: Callable[[TurnEvent], None],
     execute: ToolExecutor,
     tracker: LineTracker,
+    *,
+    pace: Pace | None = None,
 ) -> tuple[TalkOutcome, MemoryDraft]:
-    """One dialogue turn, not yet kept: its outcome and the memory it staged.
+    """One dialogue turn, not yet kept: its outcome and the memory it staged (``pace``:
+    ``run_turn``'s).
 
     Raises:
         ModelError: the turn failed and no fallback applies.
@@ -68,7 +72,7 @@ async def talk_turn(
     draft, tools, instructions = turn_setup(npc)
     prompt = talk_prompt(line, context, game_state(npc))
     outcome = await run_talk(
-        npc, prompt, choice, instructions, tools, on_event, execute, tracker, draft
+        npc, prompt, choice, instructions, tools, on_event, execute, tracker, draft, pace=pace
     )
     return outcome, draft
 

@@ -20,6 +20,7 @@ from oamd.agent.events import PartialValue, TextUpdated, ToolRecord, TurnEvent, 
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.run import run_turn
 from oamd.agent.schema import CompiledSchema, compile_schema
+from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolChoice, ToolDefinition
 from oamd.agent.turn import ToolExecutor, one_off_turn
 from oamd.backends.base import Sampling
@@ -283,8 +284,11 @@ async def run_talk(
     execute: ToolExecutor,
     tracker: LineTracker,
     draft: MemoryDraft,
+    *,
+    pace: Pace | None = None,
 ) -> TalkOutcome:
-    """Runs the turn; raises ``ModelError`` when it fails and no fallback applies."""
+    """Runs the turn (``pace``: ``run_turn``'s); raises ``ModelError`` when it fails and no
+    fallback applies."""
     o = npc.options
     sampling = Sampling(temperature=o.temperature, max_tokens=o.maximumResponseTokens)
     structured = o.replyFormat in ("automatic", "structured")
@@ -299,7 +303,7 @@ async def run_talk(
         history=npc.history,
     )
     try:
-        result = await run_turn(spec, emit, execute)
+        result = await run_turn(spec, emit, execute, pace=pace)
     except ModelError as exc:
         if exc.name not in BLOCKED:
             raise
@@ -315,7 +319,7 @@ async def run_talk(
             carried_records=records,
         )
         try:
-            result = await run_turn(retry, emit, execute)
+            result = await run_turn(retry, emit, execute, pace=pace)
         except ModelError as again:
             if again.name not in BLOCKED:
                 raise

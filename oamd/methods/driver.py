@@ -4,13 +4,14 @@ Maps the agent's events to ``session/event`` (or ``npc/event``…) notifications
 streams, and each client tool call to a ``tool/call`` request whose reply bypasses every queue.
 A call that times out gives the model an error output, and a ``tool/cancel`` goes out right after
 its ``toolCallCompleted`` event; a call abandoned because the turn ended gets ``tool/cancel`` too,
-before the turn's own response.
+before the turn's own response. A streaming turn is paced by the client: it waits while more
+than the outbox's high-water mark waits to be written (``pace``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -53,6 +54,13 @@ class TurnDriver:
         self._stream = stream
         self._event_method = event_method
         self._default_timeout = default_timeout
+
+    @property
+    def pace(self) -> Callable[[], Awaitable[None]] | None:
+        """What a streaming turn awaits after each text event (``run_turn``'s ``pace``): room in
+        the connection's outbox, so a peer that reads slowly slows the turn instead of letting
+        its events pile up. ``None`` when the request does not stream."""
+        return self._conn.outbox.wait_writable if self._stream else None
 
     def emit(self, event: TurnEvent) -> None:
         if self._stream:

@@ -188,7 +188,7 @@ def talk(req: Request) -> Deferred:
 
     async def work(op: Operation) -> dict[str, Any]:
         outcome, draft = await talk_turn(
-            npc, line, context, choice, on_event, driver.execute, tracker
+            npc, line, context, choice, on_event, driver.execute, tracker, pace=driver.pace
         )
         op.commit()
         if keep_talk(npc, outcome, draft):

@@ -153,7 +153,7 @@ def respond(req: Request) -> Deferred:
     async def work(op: Operation) -> dict[str, Any]:
         spec = session.turn_spec(prompt, overrides, schema)
         try:
-            result = await run_turn(spec, driver.emit, driver.execute)
+            result = await run_turn(spec, driver.emit, driver.execute, pace=driver.pace)
             op.commit()
             session.history.extend(result.entries)
         finally:

@@ -18,12 +18,13 @@ see its output go without writing (``wait_output_lost``: stdio's pipe) breaks th
 Closing cancels what is left, lets it answer within ``SHUTDOWN_GRACE_SECONDS``, flushes, and
 returns from ``run``.
 
-Sockets (``oamd serve``) set three options; stdio sets none and its per-line path is unchanged.
+Sockets (``oamd serve``) set three options; stdio sets only ``max_outbox_bytes``.
 ``gate`` is consulted with each message until one is admitted (the authentication handshake):
 until then nothing is dispatched, a line may not pass ``MAX_PREAUTH_LINE_BYTES``, and a refused
 message is answered with the gate's error and closes the connection. ``hangup_on_eof``: end of input means the peer is gone, so nothing more is
 written, ``tool/call``s still waiting are dropped and every in-flight request is cancelled.
-``max_outbox_bytes``: a peer that stops reading while more than that waits is disconnected.
+``max_outbox_bytes``: a peer that stops reading while more than that waits is cut off: nothing more
+is written and ``run`` closes as when the transport breaks (everything in flight is cancelled).
 """
 
 from __future__ import annotations

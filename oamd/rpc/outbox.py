@@ -4,8 +4,15 @@
 queued since its last wake-up in a single transport write, so a burst of replies to a pipelined
 chunk costs one system call. A transport that breaks makes the outbox drop further messages and
 report it once through ``broken``. So does a peer that stops reading: when more than ``max_bytes``
-wait to be written (the hard limit; the reader already pauses past ``high_water``), the queue is
-dropped and the outbox reports itself broken, so memory stays bounded.
+wait behind a write in progress (the hard limit; the reader already pauses past ``high_water``),
+the queue is dropped and the outbox reports itself broken, so memory stays bounded. One message
+handed to an idle writer never counts as a peer that stops reading, however large.
+
+Producers that can wait (a streaming turn) await ``wait_writable`` after sending: past
+``high_water`` they wait until the writer has taken the queue, so a slow peer slows them instead
+of the queue growing. A peer that takes nothing for ``PEER_STALL_SECONDS`` is not waited for
+until it takes something again: a peer that stopped reading must not hold a turn (and its model
+slot) forever; what it is sent then piles up to ``max_bytes``.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteSendStream
 
-from oamd.limits import OUTBOX_HIGH_WATER_BYTES
+from oamd.limits import OUTBOX_HIGH_WATER_BYTES, PEER_STALL_SECONDS
 from oamd.log import get_logger
 from oamd.rpc.envelope import encode
 
@@ -50,6 +57,12 @@ class Outbox:
         self._broken = False  # mirrors broken.is_set() for the hot path
         self._send_nowait = getattr(stream, "send_nowait", None)
         """A transport's synchronous write, when it has one (stdio pipes)."""
+        self._writing = False
+        """The writer task is inside a transport write (the peer has yet to take it)."""
+        self._room: anyio.Event | None = None
+        """Set when the queue is taken (or dropped): producers waiting in ``wait_writable``."""
+        self._stalled = False
+        """The peer took nothing for ``PEER_STALL_SECONDS``: ``wait_writable`` does not wait."""
 
     def send(self, message: dict[str, Any]) -> None:
         """Queues one message; it goes out after everything queued before it."""
@@ -58,7 +71,7 @@ class Outbox:
         line = encode(message)
         self._queue.append(line)
         self._queued_bytes += len(line)
-        if self._queued_bytes > self._max_bytes:
+        if self._queued_bytes > self._max_bytes and self._writing:
             self._overflow()
             return
         if not self._woken:
@@ -91,6 +104,7 @@ class Outbox:
         if written:
             self._queue = []
             self._queued_bytes = 0
+            self._made_room()
 
     def discard(self) -> None:
         """Drops what is queued and everything sent later (the peer is gone); reports ``broken``."""
@@ -99,6 +113,13 @@ class Outbox:
         self._broken = True
         self.broken.set()
         self._idle.set()
+        self._made_room()
+
+    def _made_room(self) -> None:
+        self._stalled = False
+        room, self._room = self._room, None
+        if room is not None:
+            room.set()
 
     def _overflow(self) -> None:
         log.warning("peer_not_reading", queued_bytes=self._queued_bytes, limit=self._max_bytes)
@@ -108,6 +129,22 @@ class Outbox:
     def over_high_water(self) -> bool:
         """True while more than the high-water mark waits to be written (the reader pauses)."""
         return self._queued_bytes > self._high_water
+
+    async def wait_writable(self) -> None:
+        """Returns once at most the high-water mark waits to be written (at once when it is so),
+        or when the peer has taken nothing for ``PEER_STALL_SECONDS``: from then on it does not
+        wait until the peer takes something again."""
+        if self._queued_bytes <= self._high_water or self._broken or self._stalled:
+            return
+        with anyio.move_on_after(PEER_STALL_SECONDS):
+            while self._queued_bytes > self._high_water and not self._broken:
+                if self._room is None:
+                    self._room = anyio.Event()
+                await self._room.wait()
+            return
+        if not self._stalled:
+            self._stalled = True
+            log.info("peer_stalled", queued_bytes=self._queued_bytes, seconds=PEER_STALL_SECONDS)
 
     async def flush(self) -> None:
         """Returns once everything queued so far is written (or the transport broke)."""
@@ -122,12 +159,17 @@ class Outbox:
             self._woken = False
             batch, self._queue = self._queue, []
             size, self._queued_bytes = self._queued_bytes, 0
+            self._made_room()
             if batch and not self.broken.is_set():
+                self._writing = True
                 try:
                     await self._stream.send(batch[0] if len(batch) == 1 else b"".join(batch))
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                     log.info("transport_closed", error=repr(exc), dropped_bytes=size)
                     self._broken = True
                     self.broken.set()
+                    self._made_room()
+                finally:
+                    self._writing = False
             if not self._woken:
                 self._idle.set()

@@ -10,6 +10,7 @@ value as an envelope or as tool arguments is left to ``oamd.agent.envelope._pars
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -18,6 +19,7 @@ from oamd.jsonvalue import number_from_text
 from oamd.limits import MAX_EMBEDDED_JSON_DEPTH
 
 __all__ = [
+    "CompletionWatch",
     "LenientJsonError",
     "first_value",
     "has_complete_value",
@@ -359,6 +361,73 @@ def has_complete_value(text: str, *, arrays: bool = False) -> bool:
     if not starts or _balanced_end(text, starts[0]) is None:
         return False
     return first_value(text, arrays=arrays, truncated=False) is not None
+
+
+class CompletionWatch:
+    """``has_complete_value`` of a text that streams in, at O(total) cost: the scan for the bracket
+    closing the first opener resumes where the last piece ended, and the value is parsed when it
+    closes. Should that slice not parse, it is parsed again on later closing brackets only once
+    the text grew by an eighth (each parse reads the whole text)."""
+
+    __slots__ = ("_arrays", "_depth", "_length", "_parsed_at", "_previous", "_quote", "_skip")
+
+    def __init__(self, *, arrays: bool = False) -> None:
+        self._arrays = arrays
+        self._depth = -1  # before the first opener
+        self._quote = ""
+        self._previous = ""
+        self._skip = False
+        self._length = 0
+        self._parsed_at: int | None = None  # the first opener's bracket closed: length parsed at
+
+    def feed(self, piece: str, text: Callable[[], str]) -> bool:
+        """Whether ``text()`` — everything fed so far, ``piece`` last — holds a complete value."""
+        self._length += len(piece)
+        if self._parsed_at is None:
+            if not self._closes(piece):
+                return False
+        elif ("}" not in piece and "]" not in piece) or (
+            self._length - self._parsed_at < max(1, self._parsed_at // 8)
+        ):
+            return False
+        self._parsed_at = self._length
+        return first_value(text(), arrays=self._arrays, truncated=False) is not None
+
+    def _closes(self, piece: str) -> bool:
+        """Scans ``piece`` as ``_balanced_end`` scans from the first opener."""
+        i, n = 0, len(piece)
+        if self._depth < 0:
+            starts = [
+                j for j in (piece.find("{"), piece.find("[") if self._arrays else -1) if j >= 0
+            ]
+            if not starts:
+                return False
+            i, self._depth = min(starts), 0
+        depth, quote, previous, skip = self._depth, self._quote, self._previous, self._skip
+        while i < n:
+            c = piece[i]
+            i += 1
+            if skip:  # the character after a backslash in a string
+                skip = False
+                continue
+            if quote:
+                if c == "\\":
+                    skip = True
+                    continue
+                if c == quote:
+                    quote = ""
+            elif c == '"' or (c == "'" and previous in _STRING_OPENERS_AFTER):
+                quote = c
+            elif c in "{[":
+                depth += 1
+            elif c in "}]":
+                depth -= 1
+                if depth == 0:
+                    return True
+            if not c.isspace():
+                previous = c
+        self._depth, self._quote, self._previous, self._skip = depth, quote, previous, skip
+        return False
 
 
 def streaming_value(text: str, *, arrays: bool = False) -> Any:

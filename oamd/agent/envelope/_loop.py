@@ -57,6 +57,7 @@ from oamd.agent.events import (
     TurnResult,
     TurnUsage,
 )
+from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolDefinition
 from oamd.agent.turn import ToolExecutor, TurnSpec
 from oamd.backends.base import ChatMessage, GenerationRequest, LanguageModel, TurnSnapshot
@@ -124,15 +125,17 @@ async def run_envelope_turn(
     emit: Callable[[TurnEvent], None],
     execute: ToolExecutor,
     sleep: Callable[[float], Awaitable[None]],
+    pace: Pace | None = None,
 ) -> TurnResult:
-    """Runs the turn on a text-only model.
+    """Runs the turn on a text-only model; ``pace`` is awaited after each text event
+    (``oamd.agent.stream``).
 
     Raises:
         ModelError: the model failed a step after its retries, or a structured answer stayed
             invalid after its repair (``generation_failed``).
         InvalidRequest: ``{"tool": name}`` names a tool the turn does not have.
     """
-    return await _EnvelopeTurn(spec, emit, execute, sleep).run()
+    return await _EnvelopeTurn(spec, emit, execute, sleep, pace).run()
 
 
 class _EnvelopeTurn:
@@ -142,10 +145,12 @@ class _EnvelopeTurn:
         emit: Callable[[TurnEvent], None],
         execute: ToolExecutor,
         sleep: Callable[[float], Awaitable[None]],
+        pace: Pace | None,
     ) -> None:
         self.spec = spec
         self.emit = emit
         self.sleep = sleep
+        self.pace = pace
         self.settings = spec.settings
         self.labels = Labels(spec.settings.user_label, spec.settings.assistant_label)
         self.system = system_text(spec.instructions, spec.tools, self.labels)
@@ -373,6 +378,7 @@ class _EnvelopeTurn:
             self.usage,
             self.settings.retry,
             self.sleep,
+            pace=self.pace,
             **options,
         )
         self.layout.answered(request.messages, text)

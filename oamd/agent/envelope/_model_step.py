@@ -2,8 +2,9 @@
 
 It owns reading a single step: retried as the turn's ``RetryPolicy`` says (through the caller's
 ``sleep``), stopped once a complete JSON value has arrived, its usage (reported, else estimated)
-and the structured partial values. A retry repeats the model call only: tools and the rest of the
-turn are the loop's.
+and the structured partial values; the text itself is gathered (bounded, and shown at a pace) by
+``oamd.agent.stream``. A retry repeats the model call only: tools and the rest of the turn are
+the loop's.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from oamd.agent.envelope._json_reader import has_complete_value, streaming_value
+from oamd.agent.envelope._json_reader import CompletionWatch, streaming_value
 from oamd.agent.events import PartialValue, TurnEvent, TurnUsage
+from oamd.agent.stream import Pace, StepStream
 from oamd.agent.turn import RetryPolicy
 from oamd.backends.base import (
     GenerationRequest,
@@ -21,6 +23,7 @@ from oamd.backends.base import (
     Usage,
     estimate_tokens,
 )
+from oamd.errors import ModelError
 
 __all__ = ["PartialEmitter", "run_model_step"]
 
@@ -40,12 +43,14 @@ async def run_model_step(
     *,
     on_text: Callable[[str], None] | None = None,
     on_retry: Callable[[], None] | None = None,
+    pace: Pace | None = None,
     stop_early: bool = False,
     arrays: bool = False,
     chatter_chars: int = 0,
 ) -> str:
-    """The step's text. ``on_text`` sees the text so far after each delta; ``on_retry`` runs
-    before a retried attempt; ``stop_early`` ends the read at the first complete JSON object (or
+    """The step's text. ``on_text`` sees the text so far as ``StepStream`` paces it (always the
+    whole text last); ``pace`` is awaited after each of those; ``on_retry`` runs before a
+    retried attempt; ``stop_early`` ends the read at the first complete JSON object (or
     array, with ``arrays``) — or, with ``chatter_chars``, once that many characters followed it
     (a model may end by itself meanwhile, which keeps an append-only conversation going on).
 
@@ -54,7 +59,7 @@ async def run_model_step(
             ran out.
     """
     return await retry.run(
-        lambda: _read(model, request, usage, on_text, stop_early, arrays, chatter_chars),
+        lambda: _read(model, request, usage, on_text, pace, stop_early, arrays, chatter_chars),
         sleep,
         on_retry=on_retry,
     )
@@ -65,11 +70,13 @@ async def _read(
     request: GenerationRequest,
     usage: TurnUsage,
     on_text: Callable[[str], None] | None,
+    pace: Pace | None,
     stop_early: bool,
     arrays: bool,
     chatter_chars: int,
 ) -> str:
-    parts: list[str] = []
+    stream = StepStream(on_text, pace)
+    watch = CompletionWatch(arrays=arrays) if stop_early else None
     reported = False
     complete_at: int | None = None
     events = model.generate(request)
@@ -78,24 +85,26 @@ async def _read(
             if type(event) is TextDelta:
                 if not event.text:
                     continue
-                parts.append(event.text)
-                so_far = "".join(parts)
-                if on_text is not None:
-                    on_text(so_far)
-                if stop_early and complete_at is None:
-                    closes = "}" in event.text or "]" in event.text  # only a closer completes
-                    if closes and has_complete_value(so_far, arrays=arrays):
-                        complete_at = len(so_far)
-                if complete_at is not None and len(so_far) - complete_at >= chatter_chars:
+                await stream.add(event.text)
+                if (
+                    watch is not None
+                    and complete_at is None
+                    and watch.feed(event.text, lambda: stream.text)
+                ):
+                    complete_at = stream.length
+                if complete_at is not None and stream.length - complete_at >= chatter_chars:
                     break  # the answer is complete; the rest would be chatter
             elif type(event) is Usage:
                 usage.add(event.input_tokens, event.cached_input_tokens, event.output_tokens)
                 reported = True
+    except ModelError:
+        stream.finish()  # what the model said before it failed is shown, as it came
+        raise
     finally:
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
-    text = "".join(parts)
+    text = stream.finish()
     if not reported:
         prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)
         usage.add(prompt_tokens, 0, estimate_tokens(text))
