@@ -37,6 +37,7 @@ EXPECTED = {
     "http_500": (-32012, "generation_failed"),
     "http_502_text": (-32012, "generation_failed"),
     "http_503": (-32010, "busy"),
+    "http_503_retry_after_an_hour": (-32010, "busy"),
     "http_429": (-32005, "rate_limited"),
     "stall": (-32012, "generation_failed"),
     "stall_mid_stream": (-32012, "generation_failed"),
@@ -131,19 +132,32 @@ async def test_a_fault_that_clears_before_the_attempts_run_out_leaves_only_the_a
     assert [(e["kind"], e.get("text")) for e in saved] == [("prompt", "Hi!"), ("response", REPLY)]
 
 
-async def test_a_429_carries_the_retry_after_of_the_server_and_is_not_retried_past_the_limit():
-    async with session_on("envelope") as (server, client):
+@pytest.mark.parametrize("loop", list(LOOPS))
+@pytest.mark.parametrize(
+    ("fault", "name", "seconds", "quoted"),
+    [
+        ("http_429", "rate_limited", 60, "slow down"),
+        ("http_503_retry_after_an_hour", "busy", 3600, "loading model"),
+    ],
+)
+async def test_a_failure_asking_to_wait_past_five_seconds_fails_at_once_with_its_retry_after(
+    loop, fault, name, seconds, quoted
+):
+    async with session_on(loop) as (server, client):
         with anyio.fail_after(10):
-            server.fault = FAULTS["http_429"]
+            server.fault = FAULTS[fault]
             failed = await client.call("session/respond", {"session": "inn", "prompt": "Hello?"})
+            server.fault = None
+            after = await client.request("session/respond", {"session": "inn", "prompt": "Hi!"})
     data = failed["error"]["data"]
     assert (data["code"], data["retryAfterSeconds"], data["retryAfter"]) == (
-        "rate_limited",
-        60,
-        "PT60S",
+        name,
+        seconds,
+        f"PT{seconds}S",
     )
-    assert "slow down" in failed["error"]["message"]
-    assert server.completions == 1  # a minute is longer than a turn waits to retry
+    assert quoted in failed["error"]["message"]
+    assert server.completions == 2  # not retried (longer than a turn waits), then the next turn
+    assert after["text"] == REPLY
 
 
 async def test_a_stall_fails_once_the_step_timeout_passes_on_every_attempt():

@@ -143,6 +143,9 @@ FAULTS: dict[str, Fault] = {
     "http_500": _status(500, b'{"error": {"message": "boom", "type": "server_error"}}'),
     "http_502_text": _status(502, b"<html>Bad Gateway</html>"),
     "http_503": _status(503, b'{"error": {"message": "loading model"}}'),
+    "http_503_retry_after_an_hour": _status(
+        503, b'{"error": {"message": "loading model"}}', "retry-after: 3600"
+    ),
     "http_429": _status(429, b'{"error": {"message": "slow down"}}', "retry-after: 60"),
     "stall": _stall,
     "stall_mid_stream": _stall_mid_stream,
