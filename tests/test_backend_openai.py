@@ -20,6 +20,7 @@ from conftest import OAMD, contract_checker, memory_daemon
 
 from oamd.app import default_config
 from oamd.backends._openai_body import MAX_EVENT_LINE_CHARS, MAX_RESPONSE_BYTES
+from oamd.backends._openai_errors import retry_after_seconds
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -434,6 +435,30 @@ async def test_a_retry_after_date_becomes_the_seconds_until_then():
     await model.aclose()
     assert error.name == "rate_limited"
     assert error.retry_after is not None and 100 < error.retry_after <= 120
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        ("7", 7),
+        (" 1.5 ", 1.5),
+        ("0", 0),
+        ("3600", 3600),
+        ("86401", 86400),  # a day at most
+        ("inf", 86400),
+        ("1e400", 86400),
+        ("9" * 400, 86400),
+        ("-5", None),  # malformed: as if absent
+        ("NaN", None),
+        ("soon", None),
+        ("Fri, 31 Dec 99999 23:59:59 GMT", None),
+        ("Mon, 32 Jan 2020 00:00:00 GMT", None),
+        ("Fri, 31 Dec 9999 23:59:59 GMT", 86400),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 0),  # in the past
+    ],
+)
+def test_retry_after_reads_as_seconds_from_0_to_a_day_or_not_at_all(header, seconds):
+    assert retry_after_seconds({"retry-after": header}) == seconds
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,8 @@ EXPECTED = {
     "http_503": (-32010, "busy"),
     "http_503_retry_after_an_hour": (-32010, "busy"),
     "http_429": (-32005, "rate_limited"),
+    "http_429_retry_after_inf": (-32005, "rate_limited"),
+    "http_503_retry_after_1e400": (-32010, "busy"),
     "stall": (-32012, "generation_failed"),
     "stall_mid_stream": (-32012, "generation_failed"),
     "keep_alive_for_ever": (-32012, "generation_failed"),
@@ -138,6 +140,8 @@ async def test_a_fault_that_clears_before_the_attempts_run_out_leaves_only_the_a
     [
         ("http_429", "rate_limited", 60, "slow down"),
         ("http_503_retry_after_an_hour", "busy", 3600, "loading model"),
+        ("http_429_retry_after_inf", "rate_limited", 86400, "slow down"),  # a day at most
+        ("http_503_retry_after_1e400", "busy", 86400, "loading model"),
     ],
 )
 async def test_a_failure_asking_to_wait_past_five_seconds_fails_at_once_with_its_retry_after(

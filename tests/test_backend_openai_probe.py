@@ -210,15 +210,18 @@ async def test_turns_waiting_for_a_failing_probe_share_its_failure():
 
 
 @pytest.mark.parametrize(
-    ("status", "headers", "name", "code"),
+    ("status", "headers", "name", "code", "retry_after"),
     [
-        (503, {"Retry-After": "2"}, "busy", -32010),
-        (429, {"Retry-After": "30"}, "rate_limited", -32005),
-        (500, {}, "generation_failed", -32012),
+        (503, {"Retry-After": "2"}, "busy", -32010, 2),
+        (429, {"Retry-After": "30"}, "rate_limited", -32005, 30),
+        (429, {"Retry-After": "inf"}, "rate_limited", -32005, 86400),  # a day at most
+        (503, {"Retry-After": "1e400"}, "busy", -32010, 86400),
+        (429, {"Retry-After": "NaN"}, "rate_limited", -32005, None),  # malformed: ignored
+        (500, {}, "generation_failed", -32012, None),
     ],
 )
 async def test_an_overloaded_server_fails_the_turn_and_is_not_taken_for_a_generic_one(
-    status, headers, name, code
+    status, headers, name, code, retry_after
 ):
     failing = httpx.Response(status, json={"error": {"message": "overloaded"}}, headers=headers)
     server = FakeServer(failing, failing, models("me"))  # availability, a turn, the next turn
@@ -232,8 +235,7 @@ async def test_an_overloaded_server_fails_the_turn_and_is_not_taken_for_a_generi
     assert availability["available"] is False
     assert "overloaded" in availability["detail"]
     assert (failed["error"]["code"], failed["error"]["data"]["code"]) == (code, name)
-    if headers:
-        assert failed["error"]["data"]["retryAfterSeconds"] == int(headers["Retry-After"])
+    assert failed["error"]["data"].get("retryAfterSeconds") == retry_after
     assert result["optionID"] == "flee"
     assert server.probes == 3
     assert server.bodies[0]["response_format"]["type"] == "json_object"  # llama-cpp-python's

@@ -147,6 +147,12 @@ FAULTS: dict[str, Fault] = {
         503, b'{"error": {"message": "loading model"}}', "retry-after: 3600"
     ),
     "http_429": _status(429, b'{"error": {"message": "slow down"}}', "retry-after: 60"),
+    "http_429_retry_after_inf": _status(
+        429, b'{"error": {"message": "slow down"}}', "retry-after: inf"
+    ),
+    "http_503_retry_after_1e400": _status(
+        503, b'{"error": {"message": "loading model"}}', "retry-after: 1e400"
+    ),
     "stall": _stall,
     "stall_mid_stream": _stall_mid_stream,
     "keep_alive_for_ever": _keep_alive_for_ever,
