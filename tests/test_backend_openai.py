@@ -5,6 +5,7 @@ server on 127.0.0.1."""
 from __future__ import annotations
 
 import email.utils
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -19,8 +20,13 @@ from backends.llama_server import LlamaServer, missing_reason, running_server
 from conftest import OAMD, contract_checker, memory_daemon
 
 from oamd.app import default_config
-from oamd.backends._openai_body import MAX_EVENT_LINE_CHARS, MAX_RESPONSE_BYTES
+from oamd.backends._openai_body import (
+    MAX_EVENT_DATA_CHARS,
+    MAX_EVENT_LINE_CHARS,
+    MAX_RESPONSE_BYTES,
+)
 from oamd.backends._openai_errors import retry_after_seconds
+from oamd.backends._openai_wire import MAX_STEP_TOOL_CALL_CHARS, MAX_STEP_TOOL_CALLS
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -612,6 +618,52 @@ async def test_an_endless_line_fails_generation_failed_before_it_fills_memory():
     await model.aclose()
     assert error.name == "generation_failed"
     assert "longer than" in error.message
+
+
+async def test_an_endless_event_of_short_data_lines_fails_generation_failed_before_it_fills_memory():
+    line = b"data: " + b"x" * 65535 + b"\n"  # no blank line: one event that never ends
+    model = streaming_in_pieces([line] * (MAX_EVENT_DATA_CHARS // len(line) + 2))
+    error = await step_error(model)
+    await model.aclose()
+    assert error.name == "generation_failed"
+    assert f"an event longer than {MAX_EVENT_DATA_CHARS} characters" in error.message
+
+
+def call_fragment(index: int, arguments: str, name: str = "wave") -> bytes:
+    fragment = {"index": index, "function": {"name": name, "arguments": arguments}}
+    return b"data: " + orjson.dumps({"choices": [{"delta": {"tool_calls": [fragment]}}]}) + b"\n\n"
+
+
+async def test_endless_tool_call_arguments_fail_generation_failed_before_they_fill_memory():
+    piece = "x" * 65536
+    count = MAX_STEP_TOOL_CALL_CHARS // len(piece) + 2
+    model = streaming_in_pieces([call_fragment(0, piece) for _ in range(count)])
+    error = await step_error(model)
+    await model.aclose()
+    assert error.name == "generation_failed"
+    assert f"tool calls longer than {MAX_STEP_TOOL_CALL_CHARS} characters" in error.message
+
+
+async def test_endless_distinct_tool_calls_fail_generation_failed_before_they_fill_memory():
+    model = streaming_in_pieces([call_fragment(i, "") for i in range(MAX_STEP_TOOL_CALLS + 1)])
+    error = await step_error(model)
+    await model.aclose()
+    assert error.name == "generation_failed"
+    assert f"more than {MAX_STEP_TOOL_CALLS} tool calls" in error.message
+
+
+async def test_tool_call_arguments_are_read_by_the_json_rule():
+    arguments = '{"count": ' + "9" * 400 + ', "who": "\\ud800"}'
+    events_in = call_fragment(0, arguments) + (
+        b'data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}\n\n'
+    )
+    model = streaming(events_in)
+    events = await collect(model, ask("Wave."))
+    await model.aclose()
+    calls = [e for e in events if isinstance(e, ToolCallRequest)]
+    assert [(c.name, c.arguments) for c in calls] == [
+        ("wave", {"count": sys.float_info.max, "who": "\ufffd"})
+    ]
 
 
 async def test_a_whole_response_too_large_to_be_an_answer_fails_generation_failed():

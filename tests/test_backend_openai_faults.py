@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
-from backends.fault_server import FAULTS, REPLY, FaultServer, running
+from backends.fault_server import FAULTS, ODD_ANSWERS, REPLY, FaultServer, running
 from conftest import memory_daemon
 
 from oamd.agent import turn
@@ -54,6 +54,7 @@ EXPECTED = {
     "events_of_another_shape": (-32012, "generation_failed"),
     "close_before_answer": (-32012, "generation_failed"),
     "close_mid_answer": (-32012, "generation_failed"),
+    "content_not_a_string": (-32012, "generation_failed"),
 }
 """Fault → the error (code, ``data.code``) its turn fails with, as ``protocol/errors.json``."""
 
@@ -115,6 +116,30 @@ async def test_a_server_fault_fails_the_turn_by_the_table_and_the_session_then_a
         ("prompt", "Hi!"),
         ("response", REPLY),
     ]
+
+
+@pytest.mark.parametrize("loop", list(LOOPS))
+@pytest.mark.parametrize("odd", list(ODD_ANSWERS))
+async def test_an_answer_in_a_shape_json_and_sse_allow_is_read_whole(loop, odd):
+    answer, text = ODD_ANSWERS[odd]
+    async with session_on(loop) as (server, client):
+        with anyio.fail_after(10):
+            server.fault = answer
+            result = await client.request("session/respond", {"session": "inn", "prompt": "Hi!"})
+            entries, saved = await history(client)
+    assert result["text"] == text
+    assert entries == 2
+    assert server.completions == 1  # read at the first attempt, not retried into shape
+    assert [(e["kind"], e.get("text")) for e in saved] == [("prompt", "Hi!"), ("response", text)]
+
+
+async def test_a_content_that_is_not_a_string_fails_the_step_naming_it():
+    async with session_on("native") as (server, client):
+        with anyio.fail_after(10):
+            server.fault = FAULTS["content_not_a_string"]
+            failed = await client.call("session/respond", {"session": "inn", "prompt": "Hi!"})
+    assert failed["error"]["data"]["code"] == "generation_failed"
+    assert "'content' is a number, not a string" in failed["error"]["message"]
 
 
 @pytest.mark.parametrize("loop", list(LOOPS))

@@ -133,6 +133,22 @@ async def test_a_first_turn_without_initialize_probes_before_its_first_step():
     assert "top_k" not in server.bodies[0]
 
 
+async def test_a_model_list_with_numbers_and_escapes_no_encoder_takes_is_read_by_the_json_rule():
+    listed = b'{"data": [{"id": "smol\\ud800", "owned_by": "me", "created": ' + b"9" * 400 + b"}]}"
+    server = FakeServer(httpx.Response(200, content=listed))
+    model = server.model()
+    async with memory_daemon(default_config(model)) as client:
+        with anyio.fail_after(10):
+            availability = await client.request("model/availability")
+            result = await client.request("decision/decide", decide_params())
+    await model.aclose()
+    assert availability["available"] is True
+    assert result["optionID"] == "flee"
+    # llama-cpp-python's profile, found by its owned_by; its model named as listed, readably
+    assert server.bodies[0]["model"] == "smol\ufffd"
+    assert server.bodies[0]["response_format"]["type"] == "json_object"
+
+
 async def test_a_spec_that_fixes_every_choice_needs_no_probe():
     server = FakeServer()
     model = server.model("#smol?tools=envelope&json=json_object&top_k=on")

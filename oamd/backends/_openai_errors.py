@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from oamd.errors import MODEL_ERROR_NAMES, ModelError
+from oamd.jsonvalue import JsonTextError, loads
 
 __all__ = [
     "MAX_ERROR_MESSAGE_CHARS",
@@ -150,9 +151,10 @@ def error_from_body(status: int, headers: Mapping[str, str], body: Any) -> Model
 
 
 def error_from_response(status: int, headers: Mapping[str, str], content: bytes) -> ModelError:
-    """The ``ModelError`` for an error response's raw bytes (JSON, or text quoted as is)."""
+    """The ``ModelError`` for an error response's raw bytes (JSON under ``oamd.jsonvalue``'s
+    rule, or text quoted as is)."""
     try:
-        body: Any = orjson.loads(content)
-    except orjson.JSONDecodeError:
+        body: Any = loads(content)
+    except JsonTextError:
         body = content.decode("utf-8", "replace")
     return error_from_body(status, headers, body)

@@ -57,6 +57,7 @@ from oamd.backends.base import (
     ModelCapabilities,
 )
 from oamd.errors import ModelError
+from oamd.jsonvalue import JsonTextError, loads
 from oamd.log import get_logger
 
 __all__ = ["OpenAIModel", "ServerProfile"]
@@ -353,8 +354,8 @@ class OpenAIModel(LanguageModel):
         entries: list[dict[str, Any]] = []
         if response.is_success:
             try:
-                data = orjson.loads(listed).get("data")
-            except (orjson.JSONDecodeError, AttributeError):
+                data = loads(listed).get("data")  # the one JSON rule: ids are sent back
+            except (JsonTextError, AttributeError):
                 data = None
             if isinstance(data, list):
                 entries = [e for e in data if isinstance(e, dict)]
