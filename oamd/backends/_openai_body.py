@@ -27,6 +27,8 @@ from oamd.errors import ModelError
 from oamd.jsonvalue import JsonTextError, loads
 
 __all__ = [
+    "AFTER_DONE_SECONDS",
+    "MAX_AFTER_DONE_CHARS",
     "MAX_ERROR_BODY_BYTES",
     "MAX_EVENT_DATA_CHARS",
     "MAX_EVENT_LINE_CHARS",
@@ -48,6 +50,14 @@ longer line is junk and fails the step ``generation_failed`` before it fills mem
 MAX_EVENT_DATA_CHARS = 1024 * 1024
 """Most characters of one event's ``data:`` lines together (an event ends at a blank line); past
 it the step fails ``generation_failed``, as for a line too long."""
+
+MAX_AFTER_DONE_CHARS = 4096
+"""Most characters read after a stream's ``[DONE]`` while waiting for the end of its body
+(there is nothing, as a rule); a server that sends more is not read further."""
+
+AFTER_DONE_SECONDS = 1.0
+"""Longest wait after a stream's ``[DONE]`` for the end of its body; a server that keeps it open
+is not waited for (its connection is closed rather than reused)."""
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """Largest whole (not streamed) response read; past it the step fails ``generation_failed``."""
@@ -160,6 +170,24 @@ async def _lines(response: httpx.Response, deadline: Deadline) -> AsyncIterator[
         yield "".join(parts)
 
 
+async def _read_to_the_end(lines: AsyncIterator[str]) -> None:
+    """Reads what follows ``[DONE]``: the end of the body, as a rule at once. Only a response
+    read to its end leaves its connection for the next request (keep-alive); one left unread
+    is closed, and every step would pay for a new connection. The answer is whole already: a
+    server that sends more than ``MAX_AFTER_DONE_CHARS``, keeps the body open past
+    ``AFTER_DONE_SECONDS`` or fails meanwhile is left, its connection closed, and nothing
+    fails."""
+    size = 0
+    with anyio.move_on_after(AFTER_DONE_SECONDS):
+        try:
+            async for line in lines:
+                size += len(line) + 1
+                if size > MAX_AFTER_DONE_CHARS:
+                    return
+        except (httpx.TransportError, ModelError):
+            return
+
+
 async def sse_payloads(
     response: httpx.Response, deadline: Deadline
 ) -> AsyncIterator[dict[str, Any]]:
@@ -197,6 +225,7 @@ async def sse_payloads(
             payload = "\n".join(data)
             data, size = [], 0
             if payload.strip() == "[DONE]":
+                await _read_to_the_end(lines)
                 return
             chunk = decode_json(payload)
             if event == "error" and "error" not in chunk:

@@ -204,6 +204,21 @@ def _raw_delta(content: bytes) -> bytes:
 _HALF = len(REPLY) // 2
 _FIRST, _SECOND = (orjson.dumps(part) for part in (REPLY[:_HALF], REPLY[_HALF:]))
 
+
+def _answer_then(after: Callable[[SocketStream], Awaitable[None]]) -> Fault:
+    """The whole answer up to its ``[DONE]``, then ``after`` instead of the end of the body."""
+
+    async def answer(stream: SocketStream) -> None:
+        await stream.send(_STREAM_HEAD)
+        for text in (REPLY[:_HALF], REPLY[_HALF:]):
+            await stream.send(_event(_delta(text)))
+        await stream.send(_event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+        await stream.send(_event(b"[DONE]"))
+        await after(stream)
+
+    return answer
+
+
 ODD_ANSWERS: dict[str, tuple[Fault, str]] = {
     "byte_order_mark_before_the_first_line": (
         _streamed(_raw_delta(_FIRST), _raw_delta(_SECOND), before=b"\xef\xbb\xbf"),
@@ -229,6 +244,8 @@ ODD_ANSWERS: dict[str, tuple[Fault, str]] = {
         ),
         REPLY,
     ),
+    "stall_after_done": (_answer_then(_stall), REPLY),
+    "close_after_done": (_answer_then(_close_before_answer), REPLY),
     "whole_body_with_huge_integer_and_lone_surrogate": (
         _status(
             200,
@@ -239,7 +256,8 @@ ODD_ANSWERS: dict[str, tuple[Fault, str]] = {
     ),
 }
 """Whole answers in shapes JSON and the SSE format allow (a byte order mark, numbers and
-escapes no encoder takes, a ``null`` content) → the text the turn must answer with."""
+escapes no encoder takes, a ``null`` content), or whose body does not end after ``[DONE]``
+→ the text the turn must answer with."""
 
 
 class FaultServer:
