@@ -967,6 +967,7 @@ def test_an_openai_spec_names_the_url_the_model_and_the_options():
         ("openai:ftp://host/v1", "http(s) base URL"),
         ("openai:http://h/v1?tools=maybe", "'tools' must be one of native, envelope"),
         ("openai:http://h/v1?ctx=-3", "'ctx' must be a positive integer"),
+        ("openai:http://h/v1?max_in_flight=0", "'max_in_flight' must be a positive integer"),
         ("openai:http://h/v1?colour=red", "unknown option 'colour'"),
         ("llamacpp:/m.gguf?ctx=big", "'ctx' must be a positive integer"),
         ("llamacpp?speed=11", "unknown option 'speed'"),
