@@ -84,6 +84,7 @@ bench: $(STAMP)
 	$(PY) bench/cold_start.py
 	$(PY) bench/turn_cost.py
 	$(PY) bench/load.py
+	$(PY) bench/openai_scale.py
 	$(PY) bench/memory.py --tracemalloc
 
 # Opt-in: KV-cache reuse on the embedded model, this tree against an earlier revision (~1 min).

@@ -5,6 +5,7 @@ server on 127.0.0.1."""
 from __future__ import annotations
 
 import email.utils
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -19,7 +20,13 @@ from backends.llama_server import LlamaServer, missing_reason, running_server
 from conftest import OAMD, contract_checker, memory_daemon
 
 from oamd.app import default_config
-from oamd.backends._openai_body import MAX_EVENT_LINE_CHARS, MAX_RESPONSE_BYTES
+from oamd.backends._openai_body import (
+    MAX_EVENT_DATA_CHARS,
+    MAX_EVENT_LINE_CHARS,
+    MAX_RESPONSE_BYTES,
+)
+from oamd.backends._openai_errors import retry_after_seconds
+from oamd.backends._openai_wire import MAX_STEP_TOOL_CALL_CHARS, MAX_STEP_TOOL_CALLS
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -437,6 +444,30 @@ async def test_a_retry_after_date_becomes_the_seconds_until_then():
 
 
 @pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        ("7", 7),
+        (" 1.5 ", 1.5),
+        ("0", 0),
+        ("3600", 3600),
+        ("86401", 86400),  # a day at most
+        ("inf", 86400),
+        ("1e400", 86400),
+        ("9" * 400, 86400),
+        ("-5", None),  # malformed: as if absent
+        ("NaN", None),
+        ("soon", None),
+        ("Fri, 31 Dec 99999 23:59:59 GMT", None),
+        ("Mon, 32 Jan 2020 00:00:00 GMT", None),
+        ("Fri, 31 Dec 9999 23:59:59 GMT", 86400),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 0),  # in the past
+    ],
+)
+def test_retry_after_reads_as_seconds_from_0_to_a_day_or_not_at_all(header, seconds):
+    assert retry_after_seconds({"retry-after": header}) == seconds
+
+
+@pytest.mark.parametrize(
     ("status", "body", "name"),
     [
         (500, {"error": {"message": "boom", "type": "internal_server_error"}}, "generation_failed"),
@@ -587,6 +618,52 @@ async def test_an_endless_line_fails_generation_failed_before_it_fills_memory():
     await model.aclose()
     assert error.name == "generation_failed"
     assert "longer than" in error.message
+
+
+async def test_an_endless_event_of_short_data_lines_fails_generation_failed_before_it_fills_memory():
+    line = b"data: " + b"x" * 65535 + b"\n"  # no blank line: one event that never ends
+    model = streaming_in_pieces([line] * (MAX_EVENT_DATA_CHARS // len(line) + 2))
+    error = await step_error(model)
+    await model.aclose()
+    assert error.name == "generation_failed"
+    assert f"an event longer than {MAX_EVENT_DATA_CHARS} characters" in error.message
+
+
+def call_fragment(index: int, arguments: str, name: str = "wave") -> bytes:
+    fragment = {"index": index, "function": {"name": name, "arguments": arguments}}
+    return b"data: " + orjson.dumps({"choices": [{"delta": {"tool_calls": [fragment]}}]}) + b"\n\n"
+
+
+async def test_endless_tool_call_arguments_fail_generation_failed_before_they_fill_memory():
+    piece = "x" * 65536
+    count = MAX_STEP_TOOL_CALL_CHARS // len(piece) + 2
+    model = streaming_in_pieces([call_fragment(0, piece) for _ in range(count)])
+    error = await step_error(model)
+    await model.aclose()
+    assert error.name == "generation_failed"
+    assert f"tool calls longer than {MAX_STEP_TOOL_CALL_CHARS} characters" in error.message
+
+
+async def test_endless_distinct_tool_calls_fail_generation_failed_before_they_fill_memory():
+    model = streaming_in_pieces([call_fragment(i, "") for i in range(MAX_STEP_TOOL_CALLS + 1)])
+    error = await step_error(model)
+    await model.aclose()
+    assert error.name == "generation_failed"
+    assert f"more than {MAX_STEP_TOOL_CALLS} tool calls" in error.message
+
+
+async def test_tool_call_arguments_are_read_by_the_json_rule():
+    arguments = '{"count": ' + "9" * 400 + ', "who": "\\ud800"}'
+    events_in = call_fragment(0, arguments) + (
+        b'data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}\n\n'
+    )
+    model = streaming(events_in)
+    events = await collect(model, ask("Wave."))
+    await model.aclose()
+    calls = [e for e in events if isinstance(e, ToolCallRequest)]
+    assert [(c.name, c.arguments) for c in calls] == [
+        ("wave", {"count": sys.float_info.max, "who": "\ufffd"})
+    ]
 
 
 async def test_a_whole_response_too_large_to_be_an_answer_fails_generation_failed():
@@ -890,6 +967,7 @@ def test_an_openai_spec_names_the_url_the_model_and_the_options():
         ("openai:ftp://host/v1", "http(s) base URL"),
         ("openai:http://h/v1?tools=maybe", "'tools' must be one of native, envelope"),
         ("openai:http://h/v1?ctx=-3", "'ctx' must be a positive integer"),
+        ("openai:http://h/v1?max_in_flight=0", "'max_in_flight' must be a positive integer"),
         ("openai:http://h/v1?colour=red", "unknown option 'colour'"),
         ("llamacpp:/m.gguf?ctx=big", "'ctx' must be a positive integer"),
         ("llamacpp?speed=11", "unknown option 'speed'"),

@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
-from backends.fault_server import FAULTS, REPLY, FaultServer, running
+from backends.fault_server import FAULTS, ODD_ANSWERS, REPLY, FaultServer, running
 from conftest import memory_daemon
 
 from oamd.agent import turn
@@ -37,7 +37,10 @@ EXPECTED = {
     "http_500": (-32012, "generation_failed"),
     "http_502_text": (-32012, "generation_failed"),
     "http_503": (-32010, "busy"),
+    "http_503_retry_after_an_hour": (-32010, "busy"),
     "http_429": (-32005, "rate_limited"),
+    "http_429_retry_after_inf": (-32005, "rate_limited"),
+    "http_503_retry_after_1e400": (-32010, "busy"),
     "stall": (-32012, "generation_failed"),
     "stall_mid_stream": (-32012, "generation_failed"),
     "keep_alive_for_ever": (-32012, "generation_failed"),
@@ -51,6 +54,7 @@ EXPECTED = {
     "events_of_another_shape": (-32012, "generation_failed"),
     "close_before_answer": (-32012, "generation_failed"),
     "close_mid_answer": (-32012, "generation_failed"),
+    "content_not_a_string": (-32012, "generation_failed"),
 }
 """Fault → the error (code, ``data.code``) its turn fails with, as ``protocol/errors.json``."""
 
@@ -115,6 +119,30 @@ async def test_a_server_fault_fails_the_turn_by_the_table_and_the_session_then_a
 
 
 @pytest.mark.parametrize("loop", list(LOOPS))
+@pytest.mark.parametrize("odd", list(ODD_ANSWERS))
+async def test_an_answer_in_a_shape_json_and_sse_allow_is_read_whole(loop, odd):
+    answer, text = ODD_ANSWERS[odd]
+    async with session_on(loop) as (server, client):
+        with anyio.fail_after(10):
+            server.fault = answer
+            result = await client.request("session/respond", {"session": "inn", "prompt": "Hi!"})
+            entries, saved = await history(client)
+    assert result["text"] == text
+    assert entries == 2
+    assert server.completions == 1  # read at the first attempt, not retried into shape
+    assert [(e["kind"], e.get("text")) for e in saved] == [("prompt", "Hi!"), ("response", text)]
+
+
+async def test_a_content_that_is_not_a_string_fails_the_step_naming_it():
+    async with session_on("native") as (server, client):
+        with anyio.fail_after(10):
+            server.fault = FAULTS["content_not_a_string"]
+            failed = await client.call("session/respond", {"session": "inn", "prompt": "Hi!"})
+    assert failed["error"]["data"]["code"] == "generation_failed"
+    assert "'content' is a number, not a string" in failed["error"]["message"]
+
+
+@pytest.mark.parametrize("loop", list(LOOPS))
 @pytest.mark.parametrize(
     "fault",
     ["http_500", "stream_ended_early", "stream_interrupted", "junk_events", "close_mid_answer"],
@@ -131,19 +159,34 @@ async def test_a_fault_that_clears_before_the_attempts_run_out_leaves_only_the_a
     assert [(e["kind"], e.get("text")) for e in saved] == [("prompt", "Hi!"), ("response", REPLY)]
 
 
-async def test_a_429_carries_the_retry_after_of_the_server_and_is_not_retried_past_the_limit():
-    async with session_on("envelope") as (server, client):
+@pytest.mark.parametrize("loop", list(LOOPS))
+@pytest.mark.parametrize(
+    ("fault", "name", "seconds", "quoted"),
+    [
+        ("http_429", "rate_limited", 60, "slow down"),
+        ("http_503_retry_after_an_hour", "busy", 3600, "loading model"),
+        ("http_429_retry_after_inf", "rate_limited", 86400, "slow down"),  # a day at most
+        ("http_503_retry_after_1e400", "busy", 86400, "loading model"),
+    ],
+)
+async def test_a_failure_asking_to_wait_past_five_seconds_fails_at_once_with_its_retry_after(
+    loop, fault, name, seconds, quoted
+):
+    async with session_on(loop) as (server, client):
         with anyio.fail_after(10):
-            server.fault = FAULTS["http_429"]
+            server.fault = FAULTS[fault]
             failed = await client.call("session/respond", {"session": "inn", "prompt": "Hello?"})
+            server.fault = None
+            after = await client.request("session/respond", {"session": "inn", "prompt": "Hi!"})
     data = failed["error"]["data"]
     assert (data["code"], data["retryAfterSeconds"], data["retryAfter"]) == (
-        "rate_limited",
-        60,
-        "PT60S",
+        name,
+        seconds,
+        f"PT{seconds}S",
     )
-    assert "slow down" in failed["error"]["message"]
-    assert server.completions == 1  # a minute is longer than a turn waits to retry
+    assert quoted in failed["error"]["message"]
+    assert server.completions == 2  # not retried (longer than a turn waits), then the next turn
+    assert after["text"] == REPLY
 
 
 async def test_a_stall_fails_once_the_step_timeout_passes_on_every_attempt():

@@ -139,11 +139,12 @@ async def test_rate_limits_wait_the_longer_of_the_backoff_and_retry_after(retry_
     assert clock.waits == [wait]
 
 
-async def test_a_rate_limit_asking_more_than_five_seconds_is_not_retried():
+@pytest.mark.parametrize("name", ["rate_limited", "busy"])
+async def test_a_failure_asking_more_than_five_seconds_is_not_retried(name):
     clock = Clock()
     with pytest.raises(ModelError) as info:
-        await turn(FlakyModel([ModelError("rate_limited", retry_after=10.0)], ["Hi."]), clock)
-    assert info.value.name == "rate_limited"
+        await turn(FlakyModel([ModelError(name, retry_after=10.0)], ["Hi."]), clock)
+    assert info.value.name == name
     assert clock.waits == []
 
 

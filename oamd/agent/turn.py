@@ -44,7 +44,9 @@ RETRY_FIRST_WAIT_SECONDS = 0.3
 """The wait before the first retry; it doubles for each retry after it."""
 
 MAX_RETRY_AFTER_SECONDS = 5.0
-"""A ``rate_limited`` failure asking for a longer wait than this is not retried."""
+"""A failure asking for a longer wait than this (``busy`` or ``rate_limited`` with its
+``retry_after``) is not retried: it fails the turn at once, ``retryAfter`` telling the client
+when to ask again, rather than hold the turn, and every operation queued behind it, that long."""
 
 _ID_ALPHABET = string.ascii_letters + string.digits
 _ID_TABLE = bytes(ord(_ID_ALPHABET[b % len(_ID_ALPHABET)]) for b in range(256))
@@ -73,11 +75,11 @@ class RetryPolicy:
     """When a failed model call is tried again, and after how long.
 
     A failure named in ``RETRIED_ERRORS`` (plus ``guardrail_violation`` with
-    ``retry_guardrail``) is retried until ``max_attempts`` calls were made; a ``rate_limited``
-    one only when it asks for at most ``MAX_RETRY_AFTER_SECONDS``. The waits are 300 ms, then
-    doubling, or the failure's ``retry_after`` when that is longer. What one attempt covers is the
-    loop's: the native loop repeats the whole turn while no tool has run, the envelope loop
-    repeats one model step.
+    ``retry_guardrail``) is retried until ``max_attempts`` calls were made, and only when it
+    asks for no ``retry_after`` or for at most ``MAX_RETRY_AFTER_SECONDS`` (``busy`` and
+    ``rate_limited`` alike). The waits are 300 ms, then doubling, or the failure's
+    ``retry_after`` when that is longer. What one attempt covers is the loop's: the native loop
+    repeats the whole turn while no tool has run, the envelope loop repeats one model step.
     """
 
     max_attempts: int = 2
@@ -85,8 +87,8 @@ class RetryPolicy:
 
     def retries(self, error: ModelError) -> bool:
         """Whether trying again may cure ``error`` (attempts aside)."""
-        if error.name == "rate_limited":
-            return error.retry_after is None or error.retry_after <= MAX_RETRY_AFTER_SECONDS
+        if error.retry_after is not None and error.retry_after > MAX_RETRY_AFTER_SECONDS:
+            return False
         if error.name == "guardrail_violation":
             return self.retry_guardrail
         return error.name in RETRIED_ERRORS

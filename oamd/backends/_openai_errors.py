@@ -14,9 +14,11 @@ from typing import Any
 import orjson
 
 from oamd.errors import MODEL_ERROR_NAMES, ModelError
+from oamd.jsonvalue import JsonTextError, loads
 
 __all__ = [
     "MAX_ERROR_MESSAGE_CHARS",
+    "MAX_RETRY_AFTER_HEADER_SECONDS",
     "clip",
     "error_from_body",
     "error_from_response",
@@ -26,6 +28,11 @@ __all__ = [
 
 MAX_ERROR_MESSAGE_CHARS = 300
 """Longest part of a server's error text quoted in a ``ModelError`` message."""
+
+MAX_RETRY_AFTER_HEADER_SECONDS = 86400.0
+"""Longest wait a ``Retry-After`` is taken to ask for (a day, the longest timeout the protocol
+knows): a server asking for longer, ``inf`` or a number past the double range included, is
+reported as asking for a day (``retryAfterSeconds`` must be a number a client can use)."""
 
 _CODE_NAMES = {
     "content_filter": "guardrail_violation",
@@ -66,7 +73,10 @@ def status_of(error: Any) -> int:
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """``Retry-After`` as seconds: a number, or an HTTP date from now; ``None`` when absent."""
+    """``Retry-After`` as seconds from 0 to ``MAX_RETRY_AFTER_HEADER_SECONDS``: a number (a
+    fraction or an exponent is taken too; ``inf`` and past the double range: the most), or an
+    HTTP date counted from ``now`` (one in the past: 0). ``None`` when absent or malformed (a
+    word, NaN, a negative number, a date that is no date): the failure then asked for nothing."""
     raw = headers.get("retry-after")
     if raw is None:
         return None
@@ -76,12 +86,13 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
     except ValueError:
         try:
             when = email.utils.parsedate_to_datetime(raw)
-        except (TypeError, ValueError):
+            seconds = when.timestamp() - (time.time() if now is None else now)
+        except (TypeError, ValueError, OverflowError, OSError, IndexError):
             return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if seconds != seconds or seconds < 0:  # NaN or in the past
-        return 0.0
-    return seconds
+    else:
+        if not seconds >= 0:  # NaN, or a negative delay: not a Retry-After
+            return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_HEADER_SECONDS)
 
 
 def _error_parts(body: Any) -> tuple[str | None, str | None, str]:
@@ -140,9 +151,10 @@ def error_from_body(status: int, headers: Mapping[str, str], body: Any) -> Model
 
 
 def error_from_response(status: int, headers: Mapping[str, str], content: bytes) -> ModelError:
-    """The ``ModelError`` for an error response's raw bytes (JSON, or text quoted as is)."""
+    """The ``ModelError`` for an error response's raw bytes (JSON under ``oamd.jsonvalue``'s
+    rule, or text quoted as is)."""
     try:
-        body: Any = orjson.loads(content)
-    except orjson.JSONDecodeError:
+        body: Any = loads(content)
+    except JsonTextError:
         body = content.decode("utf-8", "replace")
     return error_from_body(status, headers, body)

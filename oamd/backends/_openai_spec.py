@@ -23,7 +23,17 @@ _JSON_OPTIONS: dict[str, JsonMode] = {
     "none": "none",
 }
 _SWITCH_OPTIONS = {"on": True, "off": False}
-SPEC_OPTIONS = ("tools", "json", "ctx", "max_output", "timeout", "deadline", "top_k", "usage")
+SPEC_OPTIONS = (
+    "tools",
+    "json",
+    "ctx",
+    "max_output",
+    "timeout",
+    "deadline",
+    "max_in_flight",
+    "top_k",
+    "usage",
+)
 
 
 def api_key(environ: Mapping[str, str]) -> str | None:
@@ -49,6 +59,8 @@ def parse_options(query: str) -> dict[str, Any]:
             options["read_timeout"] = _seconds(key, value)
         elif key == "deadline":
             options["step_deadline"] = _seconds(key, value)
+        elif key == "max_in_flight":
+            options["max_in_flight"] = _positive_int(key, value)
         elif key == "top_k":
             options["sampling_extensions"] = _choice(key, value, _SWITCH_OPTIONS)
         elif key == "usage":

@@ -27,9 +27,12 @@ from oamd.backends.base import (
     estimate_tokens,
 )
 from oamd.errors import ModelError
+from oamd.jsonvalue import JsonTextError, dumps_text, loads_embedded
 
 __all__ = [
     "DECIDE_MAX_TOKENS",
+    "MAX_STEP_TOOL_CALLS",
+    "MAX_STEP_TOOL_CALL_CHARS",
     "REPLY_MAX_TOKENS",
     "STRUCTURED_MAX_TOKENS",
     "TOOL_ARGUMENTS_MAX_TOKENS",
@@ -75,6 +78,15 @@ _STEP_CAPS = {
 _FIXED_CAP_KINDS = frozenset({"decide", "toolArguments"})
 """Steps that pick rather than write: a turn's ``maxResponseTokens`` may lower their cap, never
 raise it."""
+
+MAX_STEP_TOOL_CALLS = 256
+"""Most tool calls one response may hold (distinct ``index`` values); past it the step fails
+``generation_failed``. A step offers at most ``MAX_TOOLS`` tools, called a few at a time."""
+
+MAX_STEP_TOOL_CALL_CHARS = 1024 * 1024
+"""Most characters of tool-call names and arguments one response may stream (they are gathered
+until the response ends: nothing else bounds them); past it the step fails
+``generation_failed``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,13 +231,18 @@ class StreamDecoder:
     chunk of another shape, or a stream that stops before a ``finish_reason`` (a whole response
     is complete: ``end``), fails ``generation_failed``: what arrived is a fragment, never an
     answer. ``[DONE]`` alone does not count: llama-cpp-python sends it when it cuts a stream
-    short for another request.
+    short for another request. A ``content`` that is ``null`` or absent is no text (a role-only
+    or tool-call delta); one that is not a string (a number, an object) fails the step naming
+    it, rather than be dropped or guessed at. Tool calls are bounded while they gather
+    (``MAX_STEP_TOOL_CALLS``, ``MAX_STEP_TOOL_CALL_CHARS``); the text is the agent's to bound,
+    as it reads it.
     """
 
     prompt_text: str = ""
     _calls: dict[int, _PendingCall] = field(default_factory=dict)
     _text: list[str] = field(default_factory=list)
     _usage: Usage | None = None
+    _call_chars: int = 0
     _fed: bool = False
     _complete: bool = False
 
@@ -259,9 +276,12 @@ class StreamDecoder:
             if delta.get("refusal"):
                 raise ModelError("refusal", f"The model refused: {clip(str(delta['refusal']))}")
             text = delta.get("content")
-            if isinstance(text, str) and text:
-                self._text.append(text)
-                yield TextDelta(text)
+            if isinstance(text, str):
+                if text:
+                    self._text.append(text)
+                    yield TextDelta(text)
+            elif text is not None:
+                raise _unexpected(f"a choice's 'content' is {_kind(text)}, not a string")
             self._gather_calls(delta.get("tool_calls") or [])
             finish_reason = choice.get("finish_reason")
             if finish_reason == "content_filter":
@@ -277,9 +297,12 @@ class StreamDecoder:
             if not isinstance(function, dict):
                 raise _unexpected("a tool call or its 'function' is not an object")
             index = fragment.get("index", position)
-            pending = self._calls.setdefault(
-                index if type(index) is int else position, _PendingCall()
-            )
+            key = index if type(index) is int else position
+            pending = self._calls.get(key)
+            if pending is None:
+                if len(self._calls) >= MAX_STEP_TOOL_CALLS:
+                    raise _unexpected(f"more than {MAX_STEP_TOOL_CALLS} tool calls")
+                pending = self._calls[key] = _PendingCall()
             call_id = fragment.get("id")
             pending.id = pending.id or (call_id if isinstance(call_id, str) and call_id else None)
             name = function.get("name") or ""
@@ -287,11 +310,18 @@ class StreamDecoder:
                 raise _unexpected("a tool call's name is not a string")
             if name and name != pending.name:  # some servers repeat the name in each part
                 pending.name += name
+                self._count_call_chars(len(name))
             arguments = function.get("arguments")
+            if isinstance(arguments, dict):
+                arguments = dumps_text(arguments)
             if isinstance(arguments, str):
+                self._count_call_chars(len(arguments))
                 pending.arguments.append(arguments)
-            elif isinstance(arguments, dict):
-                pending.arguments.append(orjson.dumps(arguments).decode())
+
+    def _count_call_chars(self, added: int) -> None:
+        self._call_chars += added
+        if self._call_chars > MAX_STEP_TOOL_CALL_CHARS:
+            raise _unexpected(f"tool calls longer than {MAX_STEP_TOOL_CALL_CHARS} characters")
 
     def finish(self) -> Iterator[GenerationEvent]:
         """The tool calls gathered, then the usage. Raises ``ModelError`` (``generation_failed``:
@@ -307,8 +337,8 @@ class StreamDecoder:
             pending = self._calls[index]
             raw = "".join(pending.arguments).strip() or "{}"
             try:
-                arguments = orjson.loads(raw)
-            except orjson.JSONDecodeError:
+                arguments = loads_embedded(raw)  # the one JSON rule, as for any model output
+            except JsonTextError:
                 arguments = None
             if not isinstance(arguments, dict) or not pending.name:
                 raise ModelError(
@@ -331,6 +361,15 @@ def _unexpected(problem: str) -> ModelError:
         "generation_failed",
         f"The model server sent a chunk that is not a chat completion's: {problem}.",
     )
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, for a message: ``a number``, ``an object``…"""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "an object" if isinstance(value, dict) else "an array"
 
 
 def _count(value: Any) -> int | None:

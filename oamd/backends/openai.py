@@ -1,15 +1,17 @@
 """The OpenAI-compatible backend: chat completions over HTTP (llama.cpp, Ollama, vLLM, LM Studio,
 ``oam serve``, hosted APIs), streamed as server-sent events.
 
-Owns the HTTP exchange (one ``httpx.AsyncClient`` per model), the server's capabilities and the
-mapping of network failures; request bodies and response decoding live in
-``oamd.backends._openai_wire``, the HTTP error table in ``oamd.backends._openai_errors``, the
-bounded reading of response bodies and event streams in ``oamd.backends._openai_body``, what a
-server refuses by name in ``oamd.backends._openai_refusals``, the spec's options in
-``oamd.backends._openai_spec``. Guarantees: a cancelled or abandoned step closes its request (the
-server sees the connection drop and stops generating); every failure is a ``ModelError``; a
-step's text is an answer only once the server gave a ``finish_reason``; a server that cuts a
-running stream short for the next request (llama-cpp-python) gets one request at a time.
+Owns the HTTP exchange (one ``httpx.AsyncClient`` per model, at most ``max_in_flight`` chat
+completions at once, the rest waiting first come first served), the server's capabilities and the
+mapping of network failures; the connections live in ``oamd.backends._openai_pool``, request
+bodies and response decoding in ``oamd.backends._openai_wire``, the HTTP error table in
+``oamd.backends._openai_errors``, the bounded reading of response bodies and event streams in
+``oamd.backends._openai_body``, what a server refuses by name in
+``oamd.backends._openai_refusals``, the spec's options in ``oamd.backends._openai_spec``.
+Guarantees: a cancelled or abandoned step closes its request (the server sees the connection
+drop and stops generating); every failure is a ``ModelError``; a step's text is an answer only
+once the server gave a ``finish_reason``; a server that cuts a running stream short for the next
+request (llama-cpp-python) gets one request at a time.
 
 Capabilities differ per server and are not assumed. A probe (``GET /models``) picks a profile
 from the server's ``owned_by``: llama-cpp-python (``me``) and llama.cpp (``llamacpp``) get the
@@ -46,6 +48,7 @@ from oamd.backends._openai_body import (
     sse_payloads,
 )
 from oamd.backends._openai_errors import error_from_response
+from oamd.backends._openai_pool import ServerConnections
 from oamd.backends._openai_refusals import MAX_LEARNT_PER_STEP, learn_refusal
 from oamd.backends._openai_spec import api_key, parse_options
 from oamd.backends._openai_wire import JsonMode, StreamDecoder, WireOptions, chat_body
@@ -57,6 +60,7 @@ from oamd.backends.base import (
     ModelCapabilities,
 )
 from oamd.errors import ModelError
+from oamd.jsonvalue import JsonTextError, loads
 from oamd.log import get_logger
 
 __all__ = ["OpenAIModel", "ServerProfile"]
@@ -74,6 +78,12 @@ STEP_DEADLINE_SECONDS = 600.0
 """Longest one step may take in all, however steadily the server sends (keep-alive comments, a
 trickle of tokens past ``max_tokens``); past it the step fails ``generation_failed``. Spec
 option ``deadline``."""
+
+DEFAULT_MAX_IN_FLIGHT = 256
+"""Chat completions sent to one server at once (spec option ``max_in_flight``); steps past it
+wait for a place, first come first served. As many as a batching server takes at once (vLLM's
+default ``max_num_seqs`` is 256), so hundreds of sessions keep it busy; a server that takes fewer
+queues the rest itself."""
 
 PROBE_TIMEOUT_SECONDS = 5.0
 """Time the probe gives ``GET /models``; past it the server counts as unavailable."""
@@ -166,6 +176,7 @@ class OpenAIModel(LanguageModel):
         max_output_tokens: int | None = None,
         read_timeout: float = READ_TIMEOUT_SECONDS,
         step_deadline: float = STEP_DEADLINE_SECONDS,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         sampling_extensions: bool | None = None,
         include_usage: bool = True,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -190,12 +201,17 @@ class OpenAIModel(LanguageModel):
         self._step_gate = anyio.Semaphore(1)
         """One step at a time on a server that ``interrupts_streams`` (a semaphore, not a lock:
         an abandoned step's generator may be closed from another task)."""
+        self._in_flight = anyio.Semaphore(max_in_flight)
+        """Places for chat completions; anyio's semaphore hands a freed place to the longest
+        waiting step, so none starves however many sessions run."""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        capacity = max_in_flight + 1  # and the probe, never held behind the steps
         self._client = httpx.AsyncClient(
             base_url=self.base_url + "/",
             headers=headers,
             timeout=httpx.Timeout(read_timeout, connect=CONNECT_TIMEOUT_SECONDS),
-            transport=transport,
+            transport=transport or ServerConnections(capacity),
+            limits=httpx.Limits(max_connections=capacity, max_keepalive_connections=capacity),
         )
         self._apply(UNPROBED)
 
@@ -208,7 +224,9 @@ class OpenAIModel(LanguageModel):
         Options: ``tools=native|envelope`` (the tool loop), ``json=json_object|json_schema|none``
         (how a schema constrains output), ``ctx=<tokens>`` (context size), ``max_output=<tokens>``
         (the most output any step asks for), ``timeout=<seconds>`` (longest silence in a
-        response), ``deadline=<seconds>`` (longest a step may take in all), ``top_k=on|off`` (send llama.cpp's ``top_k``), ``usage=on|off`` (ask for
+        response), ``deadline=<seconds>`` (longest a step may take in all),
+        ``max_in_flight=<n>`` (chat completions sent at once; the rest wait in turn),
+        ``top_k=on|off`` (send llama.cpp's ``top_k``), ``usage=on|off`` (ask for
         ``stream_options.include_usage``). Example:
         ``http://127.0.0.1:8080/v1#smollm2?tools=native&json=json_object``. The API key comes
         from ``OAMD_OPENAI_API_KEY`` or ``OPENAI_API_KEY`` when set. With ``#<model>``, ``tools``,
@@ -353,8 +371,8 @@ class OpenAIModel(LanguageModel):
         entries: list[dict[str, Any]] = []
         if response.is_success:
             try:
-                data = orjson.loads(listed).get("data")
-            except (orjson.JSONDecodeError, AttributeError):
+                data = loads(listed).get("data")  # the one JSON rule: ids are sent back
+            except (JsonTextError, AttributeError):
                 data = None
             if isinstance(data, list):
                 entries = [e for e in data if isinstance(e, dict)]
@@ -390,7 +408,7 @@ class OpenAIModel(LanguageModel):
         if gate is not None:
             await gate.acquire()
         try:
-            async with aclosing(self._generate(request)) as events:
+            async with self._in_flight, aclosing(self._generate(request)) as events:
                 async for event in events:
                     yield event
         finally:

@@ -19,7 +19,7 @@ from anyio.abc import SocketStream
 
 from backends import fake_http
 
-__all__ = ["FAULTS", "REPLY", "Fault", "FaultServer", "running"]
+__all__ = ["FAULTS", "ODD_ANSWERS", "REPLY", "Fault", "FaultServer", "running"]
 
 Fault = Callable[[SocketStream], Awaitable[None]]
 """Plays one misbehaving answer to a chat completion on the connection."""
@@ -139,11 +139,27 @@ async def _close_mid_answer(stream: SocketStream) -> None:
     await stream.send(_STREAM_HEAD + _event(_delta("Welc")))  # then closes inside the body
 
 
+async def _content_not_a_string(stream: SocketStream) -> None:
+    await stream.send(_STREAM_HEAD + _event(_delta("Welc")))
+    await stream.send(_event({"choices": [{"index": 0, "delta": {"content": 7}}]}))
+    await stream.send(_event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+    await stream.send(_event(b"[DONE]") + _LAST_CHUNK)
+
+
 FAULTS: dict[str, Fault] = {
     "http_500": _status(500, b'{"error": {"message": "boom", "type": "server_error"}}'),
     "http_502_text": _status(502, b"<html>Bad Gateway</html>"),
     "http_503": _status(503, b'{"error": {"message": "loading model"}}'),
+    "http_503_retry_after_an_hour": _status(
+        503, b'{"error": {"message": "loading model"}}', "retry-after: 3600"
+    ),
     "http_429": _status(429, b'{"error": {"message": "slow down"}}', "retry-after: 60"),
+    "http_429_retry_after_inf": _status(
+        429, b'{"error": {"message": "slow down"}}', "retry-after: inf"
+    ),
+    "http_503_retry_after_1e400": _status(
+        503, b'{"error": {"message": "loading model"}}', "retry-after: 1e400"
+    ),
     "stall": _stall,
     "stall_mid_stream": _stall_mid_stream,
     "keep_alive_for_ever": _keep_alive_for_ever,
@@ -157,7 +173,91 @@ FAULTS: dict[str, Fault] = {
     "events_of_another_shape": _events_of_another_shape,
     "close_before_answer": _close_before_answer,
     "close_mid_answer": _close_mid_answer,
+    "content_not_a_string": _content_not_a_string,
 }
+
+_HUGE_INTEGER = b"9" * 400
+"""Past every 64-bit integer and the double range: JSON allows it, orjson refuses it."""
+
+
+def _streamed(*events: bytes, before: bytes = b"") -> Fault:
+    """A whole streamed answer: ``events`` (raw ``data:`` payloads) after ``before``, the
+    finish, the usage and ``[DONE]``."""
+
+    async def answer(stream: SocketStream) -> None:
+        await stream.send(_STREAM_HEAD)
+        first, *rest = events
+        await stream.send(fake_http.chunk(before + b"data: " + first + b"\n\n"))
+        for payload in rest:
+            await stream.send(_event(payload))
+        await stream.send(_event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+        await stream.send(_event(b'{"choices": [], "usage": {"prompt_tokens": 9}}'))
+        await stream.send(_event(b"[DONE]") + _LAST_CHUNK)
+
+    return answer
+
+
+def _raw_delta(content: bytes) -> bytes:
+    return b'{"choices": [{"index": 0, "delta": {"content": ' + content + b"}}]}"
+
+
+_HALF = len(REPLY) // 2
+_FIRST, _SECOND = (orjson.dumps(part) for part in (REPLY[:_HALF], REPLY[_HALF:]))
+
+
+def _answer_then(after: Callable[[SocketStream], Awaitable[None]]) -> Fault:
+    """The whole answer up to its ``[DONE]``, then ``after`` instead of the end of the body."""
+
+    async def answer(stream: SocketStream) -> None:
+        await stream.send(_STREAM_HEAD)
+        for text in (REPLY[:_HALF], REPLY[_HALF:]):
+            await stream.send(_event(_delta(text)))
+        await stream.send(_event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+        await stream.send(_event(b"[DONE]"))
+        await after(stream)
+
+    return answer
+
+
+ODD_ANSWERS: dict[str, tuple[Fault, str]] = {
+    "byte_order_mark_before_the_first_line": (
+        _streamed(_raw_delta(_FIRST), _raw_delta(_SECOND), before=b"\xef\xbb\xbf"),
+        REPLY,
+    ),
+    "huge_integer_in_usage": (
+        _streamed(
+            _raw_delta(_FIRST),
+            _raw_delta(_SECOND),
+            b'{"choices": [], "usage": {"prompt_tokens": ' + _HUGE_INTEGER + b"}}",
+        ),
+        REPLY,
+    ),
+    "lone_surrogate_in_a_delta": (
+        _streamed(_raw_delta(_FIRST), _raw_delta(b'"\\ud800"'), _raw_delta(_SECOND)),
+        REPLY[:_HALF] + "\ufffd" + REPLY[_HALF:],
+    ),
+    "role_only_delta_with_null_content": (
+        _streamed(
+            b'{"choices": [{"index": 0, "delta": {"role": "assistant", "content": null}}]}',
+            _raw_delta(_FIRST),
+            _raw_delta(_SECOND),
+        ),
+        REPLY,
+    ),
+    "stall_after_done": (_answer_then(_stall), REPLY),
+    "close_after_done": (_answer_then(_close_before_answer), REPLY),
+    "whole_body_with_huge_integer_and_lone_surrogate": (
+        _status(
+            200,
+            b'{"choices": [{"message": {"content": "Welcome,\\ud800 traveller."}, '
+            b'"finish_reason": "stop"}], "usage": {"prompt_tokens": ' + _HUGE_INTEGER + b"}}",
+        ),
+        "Welcome,\ufffd traveller.",
+    ),
+}
+"""Whole answers in shapes JSON and the SSE format allow (a byte order mark, numbers and
+escapes no encoder takes, a ``null`` content), or whose body does not end after ``[DONE]``
+→ the text the turn must answer with."""
 
 
 class FaultServer:
