@@ -66,8 +66,9 @@ MAX_WORLDS = 64
 """Live worlds per connection; ``world/create`` beyond it fails -32055 ``limit_reached``."""
 
 MAX_WORLD_BYTES = 4 * 1024 * 1024
-"""About the most JSON one world holds; a create or change past it fails -32055 ``limit_reached``
-(``data.limit``) and changes nothing. A world is a game's shared blackboard, not its database."""
+"""The most compact JSON one world holds (each write counts every key it creates on the way); a
+create or change past it fails -32055 ``limit_reached`` (``data.limit``) and changes nothing. A
+world is a game's shared blackboard, not its database."""
 
 MAX_CONNECTION_BYTES = 256 * 1024 * 1024
 """About the most a connection's sessions, NPCs and worlds may hold, counted as the JSON of their

@@ -125,6 +125,40 @@ async def test_a_world_holds_at_most_the_limit_and_a_refused_write_changes_nothi
     assert "version" in grown or grown is not None
 
 
+async def test_a_write_through_missing_objects_counts_every_key_it_creates(client):
+    """A world 50 KB short of its limit takes no write that creates a 100 KB key on the way —
+    by ``world/set``, ``world/merge`` at a path, or an NPC's ``update_world_state`` — and a
+    small write still goes in."""
+    key = "k" * 100_000
+    write = {"name": "update_world_state", "arguments": {"path": f"{key}.y", "value": "1"}}
+    npc_model = {"type": "scripted", "steps": [{"toolCalls": [write]}, {"text": "Done."}]}
+    state = {"blob": "x" * (MAX_WORLD_BYTES - 50_000)}
+    with anyio.fail_after(10):
+        await client.request("world/create", {"world": "w", "state": state})
+        refused = [
+            await client.call("world/set", {"world": "w", "path": f"{key}.x", "value": 1}),
+            await client.call("world/merge", {"world": "w", "path": f"{key}.x", "patch": {"a": 1}}),
+        ]
+        await client.request(
+            "npc/create",
+            {
+                "npc": "n",
+                "persona": {"name": "N"},
+                "world": "w",
+                "options": {"worldWritable": [""], "replyFormat": "text"},
+                "model": npc_model,
+            },
+        )
+        talked = await client.request("npc/talk", {"npc": "n", "line": "Write it."})
+        after = await client.request("world/snapshot", {"world": "w"})
+        small = await client.call("world/set", {"world": "w", "path": "a.b", "value": 1})
+    for response in refused:
+        limit_reached(response, MAX_WORLD_BYTES)
+    assert talked["toolCalls"][0]["isError"] is True
+    assert after["state"] == state
+    assert "result" in small
+
+
 async def test_a_session_or_npc_takes_at_most_the_limit_of_tools(client):
     tools = [
         {"name": f"t{i}", "description": "A tool.", "parameters": {"type": "object"}}
