@@ -71,11 +71,12 @@ create or change past it fails -32055 ``limit_reached`` (``data.limit``) and cha
 world is a game's shared blackboard, not its database."""
 
 MAX_CONNECTION_BYTES = 256 * 1024 * 1024
-"""About the most a connection's sessions, NPCs and worlds may hold, counted as the JSON of their
-histories and world documents (``--max-connection-bytes``). Past it, requests that would add more
-(``session/create``/``respond``/``set*``, ``npc/create``/``talk``/``bark``/``restore``/``update``,
-``world/create``/``set``/``merge``) fail -32055 ``limit_reached`` (``data.limit``) until the client
-deletes, resets or compacts something; reading, deleting and everything else keeps working."""
+"""About the most a connection may hold (``--max-connection-bytes``), counted as JSON: histories,
+world documents, and the params of operations still queued or running. A turn, ``set*``,
+``npc/update`` or bark whose params would take it past this fails -32055 ``limit_reached``
+(``data.limit``) when read, and a turn again when it commits, by what it adds beyond its params
+(it then leaves no trace); creates and world writes fail once it is passed. Reading, deleting,
+resetting, compacting and cancelling always work."""
 
 MAX_IN_FLIGHT_REQUESTS = 1024
 """Requests one connection may have waiting for an answer (queued turns included); one more is

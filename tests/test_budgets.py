@@ -175,7 +175,7 @@ async def test_a_session_or_npc_takes_at_most_the_limit_of_tools(client):
     assert "result" in ok
 
 
-async def test_past_the_connection_budget_adding_fails_and_deleting_makes_room():
+async def test_near_the_connection_budget_adding_fails_and_deleting_makes_room():
     budget = 20_000
     config = default_config(test_methods=True, max_connection_bytes=budget)
     model = {"type": "scripted", "steps": [{"template": "{prompt}"}] * 10}
@@ -183,12 +183,12 @@ async def test_past_the_connection_budget_adding_fails_and_deleting_makes_room()
         with anyio.fail_after(10):
             await client.request("world/create", {"world": "w", "state": {"blob": "y" * 15_000}})
             await client.request("session/create", {"session": "s", "model": model})
-            await client.request("session/respond", {"session": "s", "prompt": "z" * 6_000})
+            await client.request("session/respond", {"session": "s", "prompt": "z" * 2_000})
             refused = [
-                await client.call("session/respond", {"session": "s", "prompt": "more"}),
-                await client.call("world/set", {"world": "w", "path": "x", "value": 1}),
-                await client.call("world/create", {"world": "v"}),
-                await client.call("session/create", {"session": "t"}),
+                await client.call("session/respond", {"session": "s", "prompt": "m" * 1_000}),
+                await client.call(
+                    "session/setInstructions", {"session": "s", "instructions": "i" * 1_000}
+                ),
             ]
             listed = await client.request("session/list")  # reading keeps working
             await client.request("world/delete", {"world": "w"})
@@ -197,6 +197,102 @@ async def test_past_the_connection_budget_adding_fails_and_deleting_makes_room()
         assert "Delete" in limit_reached(response, budget)
     assert listed["sessions"][0]["entries"] == 2
     assert again["text"] == "ok"
+
+
+WAIT_TOOL = {"name": "wait", "description": "Waits.", "parameters": {"type": "object"}}
+
+
+async def test_queued_turns_hold_their_prompts_so_a_queue_cannot_pass_the_budget():
+    """The red team's queue: prompts piled up behind a slow turn while the history is still
+    empty. Each queued prompt is held from the moment it is read, so only as many as fit the
+    budget are taken; the rest are refused at once, and the history ends within the budget."""
+    budget = 100_000
+    prompt = "p" * 30_000
+    release = anyio.Event()
+
+    async def slow_tool(params: dict[str, Any]) -> dict[str, Any]:
+        await release.wait()
+        return {"output": "done"}
+
+    steps = [{"toolCalls": [{"name": "wait", "arguments": {}}]}] + [{"text": "ok"}] * 21
+    config = default_config(test_methods=True, max_connection_bytes=budget)
+    async with memory_daemon(config, tool_handler=slow_tool) as client:
+        with anyio.fail_after(10):
+            await client.request(
+                "session/create",
+                {
+                    "session": "s",
+                    "tools": [WAIT_TOOL],
+                    "model": {"type": "scripted", "steps": steps},
+                },
+            )
+            slow = await client.start("session/respond", {"session": "s", "prompt": "slow"})
+            queued = [
+                await client.start("session/respond", {"session": "s", "prompt": prompt})
+                for _ in range(20)
+            ]
+            release.set()
+            assert "result" in await client.wait(slow)
+            answers = [await client.wait(msg_id) for msg_id in queued]
+            transcript = await client.request("session/transcript", {"session": "s"})
+    taken = [a for a in answers if "result" in a]
+    for answer in answers:
+        if "error" in answer:
+            limit_reached(answer, budget)
+    assert len(taken) == budget // len(prompt)
+    assert len(orjson.dumps(transcript)) < budget
+
+
+async def test_a_request_refused_past_the_in_flight_cap_holds_nothing_afterwards():
+    budget = 50_000
+    config = default_config(test_methods=True, max_connection_bytes=budget)
+    async with memory_daemon(config) as client:
+        with anyio.fail_after(20):
+            await client.request("session/create", {"session": "s"})
+            await client.request("npc/create", {"npc": "n", "persona": {"name": "N"}})
+            for _ in range(MAX_IN_FLIGHT_REQUESTS):
+                await client.start("test/sleep", {"ms": 60_000})
+            refused = [
+                await client.call("session/respond", {"session": "s", "prompt": "p" * 30_000}),
+                await client.call("npc/bark", {"npc": "n", "situation": "s" * 30_000}),
+            ]
+            created = await client.call("world/create", {"state": {"blob": "x" * 40_000}})
+    for response in refused:
+        limit_reached(response, MAX_IN_FLIGHT_REQUESTS)
+    assert "result" in created
+
+
+async def test_a_turn_that_would_take_the_connection_over_its_budget_fails_and_leaves_no_trace():
+    """A turn read while there was room is checked again when it commits, by what it adds: a
+    long answer that would pass the budget fails -32055, and the session or NPC is as before."""
+    budget = 20_000
+    config = default_config(test_methods=True, max_connection_bytes=budget)
+    long_answer = {"type": "scripted", "steps": [{"text": "y" * 12_000}, {"text": "short"}]}
+    async with memory_daemon(config) as client:
+        with anyio.fail_after(10):
+            await client.request("world/create", {"world": "w", "state": {"blob": "x" * 8_000}})
+            await client.request("session/create", {"session": "s", "model": long_answer})
+            await client.request(
+                "npc/create",
+                {
+                    "npc": "n",
+                    "persona": {"name": "N"},
+                    "options": {"replyFormat": "text"},
+                    "model": long_answer,
+                },
+            )
+            refused = [
+                await client.call("session/respond", {"session": "s", "prompt": "Talk."}),
+                await client.call("npc/talk", {"npc": "n", "line": "Talk."}),
+            ]
+            sessions = (await client.request("session/list"))["sessions"]
+            npcs = (await client.request("npc/list"))["npcs"]
+            answered = await client.request("session/respond", {"session": "s", "prompt": "Hi."})
+    for response in refused:
+        limit_reached(response, budget)
+    assert sessions[0]["entries"] == 0
+    assert npcs[0]["turnCount"] == 0
+    assert answered["text"] == "short"
 
 
 def test_the_limits_are_documented():

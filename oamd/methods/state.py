@@ -39,6 +39,8 @@ class BridgeState:
     """
 
     config: DaemonConfig
+    reserved_bytes: int = field(default=0, init=False)
+    """The params of the operations still waiting or running (``methods.budget.held``)."""
     _sessions: SessionStore | None = field(default=None, init=False, repr=False)
     _npcs: NpcStore | None = field(default=None, init=False, repr=False)
     _worlds: WorldStore | None = field(default=None, init=False, repr=False)
@@ -71,9 +73,10 @@ class BridgeState:
         return self._worlds
 
     def held_bytes(self) -> int:
-        """About how much the connection's histories and world documents hold, as JSON: a sum
-        over its objects (a few hundred at most), each of which keeps its own count."""
-        return sum(store.held_bytes() for store in self._stores())
+        """About how much the connection holds, as JSON: its histories and world documents and
+        the params of its pending operations; a sum over its objects (a few hundred at most),
+        each of which keeps its own count."""
+        return self.reserved_bytes + sum(store.held_bytes() for store in self._stores())
 
     def cancel_all_work(self) -> None:
         """Cancels every queued and running operation and forgets every object (shutdown)."""
