@@ -71,12 +71,14 @@ create or change past it fails -32055 ``limit_reached`` (``data.limit``) and cha
 world is a game's shared blackboard, not its database."""
 
 MAX_CONNECTION_BYTES = 256 * 1024 * 1024
-"""About the most a connection may hold (``--max-connection-bytes``), counted as JSON: histories,
-world documents, and the params of operations still queued or running. A turn, ``set*``,
-``npc/update`` or bark whose params would take it past this fails -32055 ``limit_reached``
-(``data.limit``) when read, and a turn again when it commits, by what it adds beyond its params
-(it then leaves no trace); creates and world writes fail once it is passed. Reading, deleting,
-resetting, compacting and cancelling always work."""
+"""About the most a connection may hold (``--max-connection-bytes``), counted as JSON: every
+session's history, instructions, context note, tools, model spec and options; every NPC's history,
+persona, options, memory, client tools and model spec; every world document (a deleted one while
+an NPC uses it); and the params of operations still queued or running. A request that would pass
+it fails -32055 ``limit_reached`` (``data.limit``) and changes nothing, checked when read (a
+create by what it creates, a queued operation or bark by its params, held until it ends), when a
+turn or ``npc/update`` commits (by what it adds beyond its params) and when a world grows.
+Reading, deleting, resetting, compacting and cancelling always work."""
 
 MAX_IN_FLIGHT_REQUESTS = 1024
 """Requests one connection may have waiting for an answer (queued turns included); one more is

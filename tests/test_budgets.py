@@ -267,23 +267,24 @@ async def test_a_turn_that_would_take_the_connection_over_its_budget_fails_and_l
     long answer that would pass the budget fails -32055, and the session or NPC is as before."""
     budget = 20_000
     config = default_config(test_methods=True, max_connection_bytes=budget)
-    long_answer = {"type": "scripted", "steps": [{"text": "y" * 12_000}, {"text": "short"}]}
+    echo = {"type": "scripted", "steps": [{"template": "{prompt}"}] * 2}
+    long_line = "Talk. " * 1_000
     async with memory_daemon(config) as client:
         with anyio.fail_after(10):
-            await client.request("world/create", {"world": "w", "state": {"blob": "x" * 8_000}})
-            await client.request("session/create", {"session": "s", "model": long_answer})
+            await client.request("world/create", {"world": "w", "state": {"blob": "x" * 7_500}})
+            await client.request("session/create", {"session": "s", "model": echo})
             await client.request(
                 "npc/create",
                 {
                     "npc": "n",
                     "persona": {"name": "N"},
                     "options": {"replyFormat": "text"},
-                    "model": long_answer,
+                    "model": echo,
                 },
             )
             refused = [
-                await client.call("session/respond", {"session": "s", "prompt": "Talk."}),
-                await client.call("npc/talk", {"npc": "n", "line": "Talk."}),
+                await client.call("session/respond", {"session": "s", "prompt": long_line}),
+                await client.call("npc/talk", {"npc": "n", "line": long_line}),
             ]
             sessions = (await client.request("session/list"))["sessions"]
             npcs = (await client.request("npc/list"))["npcs"]
@@ -292,7 +293,139 @@ async def test_a_turn_that_would_take_the_connection_over_its_budget_fails_and_l
         limit_reached(response, budget)
     assert sessions[0]["entries"] == 0
     assert npcs[0]["turnCount"] == 0
-    assert answered["text"] == "short"
+    assert answered["text"] == "Hi."
+
+
+async def test_everything_a_session_or_npc_is_given_counts_against_the_budget():
+    """The red team's sessions: instructions and a scripted step of 30 KB each, under a 100 KB
+    budget. Instructions, context notes, tools, model specs, options, personas and memory all
+    count, so a create, set or update that would pass the budget is refused — even as the
+    first thing on the connection when its own params are larger — and changes nothing."""
+    budget = 100_000
+    big = "b" * 30_000
+    huge = "h" * (budget + 1)
+    config = default_config(test_methods=True, max_connection_bytes=budget)
+    model = {"type": "scripted", "steps": [{"text": big}]}
+    persona = {"name": "N", "backstory": big}
+    async with memory_daemon(config) as client:
+        with anyio.fail_after(10):
+            alone = [
+                await client.call("session/create", {"session": "x", "instructions": huge}),
+                await client.call(
+                    "npc/create", {"npc": "x", "persona": {"name": "N", "backstory": huge}}
+                ),
+                await client.call("world/create", {"world": "x", "state": {"h": huge[:3_000_000]}}),
+            ]
+            await client.request(
+                "session/create", {"session": "s", "instructions": big, "model": model}
+            )
+            refused = [
+                await client.call(
+                    "session/create", {"session": "t", "instructions": big, "model": model}
+                ),
+                await client.call(
+                    "npc/create", {"npc": "n", "persona": persona, "memory": {"facts": [big]}}
+                ),
+                await client.call("session/setContextNote", {"session": "s", "note": big + big}),
+                await client.call(
+                    "session/setTools",
+                    {"session": "s", "tools": [{**WAIT_TOOL, "description": big + big}]},
+                ),
+            ]
+            await client.request("npc/create", {"npc": "m", "persona": {"name": "M"}})
+            refused.append(
+                await client.call("npc/update", {"npc": "m", "persona": {"backstory": big + big}})
+            )
+            sessions = (await client.request("session/list"))["sessions"]
+            npcs = (await client.request("npc/list"))["npcs"]
+            await client.request("session/delete", {"session": "s"})
+            made_room = await client.call(
+                "npc/create", {"npc": "n", "persona": persona, "memory": {"facts": [big]}}
+            )
+    for response in alone + refused:
+        limit_reached(response, budget)
+    assert [s["session"] for s in sessions] == ["s"]
+    assert [n["npc"] for n in npcs] == ["m"]
+    assert "result" in made_room
+
+
+async def test_a_deleted_world_an_npc_still_uses_keeps_counting():
+    budget = 100_000
+    config = default_config(test_methods=True, max_connection_bytes=budget)
+    state = {"blob": "x" * 60_000}
+    async with memory_daemon(config) as client:
+        with anyio.fail_after(10):
+            await client.request("world/create", {"world": "w", "state": state})
+            await client.request("npc/create", {"npc": "n", "persona": {"name": "N"}, "world": "w"})
+            await client.request("world/delete", {"world": "w"})
+            refused = await client.call("world/create", {"world": "w", "state": state})
+            await client.request("npc/delete", {"npc": "n"})
+            created = await client.call("world/create", {"world": "w", "state": state})
+    limit_reached(refused, budget)
+    assert "result" in created
+
+
+async def test_an_npc_world_write_past_the_connection_budget_is_an_error_the_model_reads():
+    """The write is refused as the model makes it (the model reads why); the turn, which would
+    keep those bytes in its history too, then fails when it commits."""
+    budget = 80_000
+    write = {"name": "update_world_state", "arguments": {"path": "note", "value": "y" * 30_000}}
+    model = {"type": "scripted", "steps": [{"toolCalls": [write]}, {"text": "Done."}]}
+    config = default_config(test_methods=True, max_connection_bytes=budget)
+    async with memory_daemon(config) as client:
+        with anyio.fail_after(10):
+            await client.request("world/create", {"world": "w", "state": {"blob": "x" * 30_000}})
+            await client.request(
+                "npc/create",
+                {
+                    "npc": "n",
+                    "persona": {"name": "N"},
+                    "world": "w",
+                    "options": {"worldWritable": [""], "replyFormat": "text"},
+                    "model": model,
+                },
+            )
+            talk = await client.start("npc/talk", {"npc": "n", "line": "Write it.", "stream": True})
+            talked = await client.wait(talk)
+            note = await client.request("world/get", {"world": "w", "path": "note"})
+    completed = [
+        e["record"] for e in client.recorder.events_for(talk) if e["type"] == "toolCallCompleted"
+    ]
+    assert completed[0]["isError"] is True
+    assert f"the limit is {budget}" in completed[0]["output"]
+    assert note["exists"] is False
+    limit_reached(talked, budget)
+
+
+async def test_what_the_budget_measures_per_turn_stays_flat_as_the_history_grows(
+    client, monkeypatch
+):
+    """Counted, never timed: the bytes serialised to keep the connection's count (the turn's
+    params and entries) are the same at turn 300 as at turn 2 — nothing the connection already
+    holds is measured again."""
+    import oamd.agent.footprint as footprint
+    import oamd.agent.history as history
+
+    measured: list[int] = []
+    for module in (footprint, history):
+
+        def counting(value: Any, *args: Any, original: Any = module.dumps, **kw: Any) -> bytes:
+            out = original(value, *args, **kw)
+            measured.append(len(out))
+            return out
+
+        monkeypatch.setattr(module, "dumps", counting)
+    turns = 300
+    model = {"type": "scripted", "steps": [{"text": "Fine, thanks."}] * turns}
+    per_turn = []
+    with anyio.fail_after(30):
+        await client.request("session/create", {"session": "s", "model": model})
+        for _ in range(turns):
+            measured.clear()
+            await client.request("session/respond", {"session": "s", "prompt": "How are you?"})
+            per_turn.append(sum(measured))
+    assert set(per_turn[1:]) == {per_turn[1]}
+    assert per_turn[1] < 1_000
 
 
 def test_the_limits_are_documented():

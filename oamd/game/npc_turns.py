@@ -83,13 +83,18 @@ class KeptTalk:
     bytes they add to the NPC (checked against the connection's budget before the commit)."""
 
     entries: list[dict[str, Any]]
+    entries_bytes: int
     memory: Memory
-    bytes: int
+    memory_growth: int
+
+    @property
+    def bytes(self) -> int:
+        return self.entries_bytes + self.memory_growth
 
     def apply(self, npc: Npc) -> bool:
         """Keeps them (after the commit); returns whether compaction is due now."""
-        npc.memory = self.memory
-        npc.history.extend(self.entries, self.bytes)
+        npc.set_memory(self.memory, self.memory_growth)
+        npc.history.extend(self.entries, self.entries_bytes)
         return compaction_due(npc)
 
 
@@ -97,7 +102,10 @@ def keep_talk(outcome: TalkOutcome, draft: MemoryDraft) -> KeptTalk | None:
     """What a finished turn would keep; ``None`` for a fallback, which keeps nothing."""
     if not outcome.commits_memory:
         return None
-    return KeptTalk(outcome.entries, draft.committed(), entries_size(outcome.entries))
+    memory = draft.committed()
+    return KeptTalk(
+        outcome.entries, entries_size(outcome.entries), memory, draft.size_change(memory)
+    )
 
 
 def compaction_instructions(name: str) -> str:
@@ -141,7 +149,7 @@ async def compact(npc: Npc, op: Operation) -> None:
     op.commit()
     npc.history = npc.history.after(cut)
     if summary:
-        npc.memory.summary = summary
+        npc.set_summary(summary)
 
 
 async def _no_tool(call: Any, tool: Any) -> Any:

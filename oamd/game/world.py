@@ -88,7 +88,9 @@ class WorldState:
     """A JSON object addressed by dot paths (``"player.gold"``, ``"party.0.name"``, ``""``).
 
     ``id`` names the world in errors. ``observer`` (set by the store) receives each committed
-    operation's changes; an observer that raises is logged, never the caller's problem.
+    operation's changes; an observer that raises is logged, never the caller's problem. ``room``
+    (set by the store) is asked before a change that grows the document, with the growth: it
+    raises ``LimitReached`` to refuse it (the connection's byte budget), and nothing changes.
     """
 
     def __init__(self, root: dict[str, Any] | None = None, *, id: str = "") -> None:
@@ -110,6 +112,7 @@ class WorldState:
         self._version = 0
         self.created_at = utc_now()
         self.observer: Callable[[list[Change]], None] | None = None
+        self.room: Callable[[int], None] | None = None
 
     @property
     def version(self) -> int:
@@ -260,8 +263,11 @@ class WorldState:
 
     def _commit(self, root: dict[str, Any], changes: list[Change], growth: int) -> list[Change]:
         size = self._bytes + growth
-        if growth > 0 and size > MAX_WORLD_BYTES:
-            raise _too_big(size)  # nothing changed: the new root is discarded
+        if growth > 0:  # a refusal changes nothing: the new root is discarded
+            if size > MAX_WORLD_BYTES:
+                raise _too_big(size)
+            if self.room is not None:
+                self.room(growth)
         self._root = root
         self._bytes = size
         self._version += 1

@@ -1,13 +1,17 @@
 """The connection's byte budget (``DaemonConfig.max_connection_bytes``, see
 ``oamd.limits.MAX_CONNECTION_BYTES``): what a request may add to what the connection holds.
 
-A request that adds is refused -32055 ``limit_reached`` when what the connection holds plus what
-the request adds would exceed the budget, checked where that size is known:
+What it holds (``BridgeState.held_bytes``) is kept by the objects, change by change: each
+session's and NPC's history and footprint, each world's document, and the params of the
+operations still pending. A request that adds is refused -32055 ``limit_reached`` when that plus
+what the request adds would exceed the budget, checked where that size is known:
 
-- when the request is read: an operation that waits in a queue or runs for a while by its params,
-  which the connection then holds (``held``) until the operation ends;
-- when a turn commits: by what it adds to the history beyond the params it held, so a turn that
-  would take the connection over fails, leaving no trace.
+- when the request is read: a create by the size of what it creates; an operation that waits in
+  a queue or runs a while by its params, which the connection then holds (``held``) until the
+  operation ends;
+- when a turn or an ``npc/update`` commits: by what it adds beyond the params it held, so one
+  that would take the connection over fails, leaving no trace;
+- when a world grows, however it is written: by the growth (``WorldState.room``).
 
 Reading, deleting, resetting, compacting and cancelling are never refused, so the client can
 always make room.
@@ -18,19 +22,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from oamd.agent.footprint import json_size
 from oamd.errors import LimitReached
-from oamd.jsonvalue import dumps
-from oamd.rpc import Handler, Reply, Request
 
 if TYPE_CHECKING:
     from oamd.methods.state import BridgeState
 
-__all__ = ["check_room", "held", "needs_room", "params_size"]
+__all__ = ["check_room", "held", "params_size"]
 
 
 def params_size(params: Any) -> int:
     """The JSON size of a request's params (or of one of them): what its queued work holds."""
-    return 0 if params is None else len(dumps(params))
+    return json_size(params)
 
 
 def check_room(state: BridgeState, adding: int) -> None:
@@ -89,15 +92,3 @@ def held(state: BridgeState, size: int, work: Callable[[], Awaitable[Any]]) -> _
     """``work`` holding ``size`` bytes of the budget until it ends (call it last in a handler:
     nothing may fail between this and returning the work)."""
     return _Held(state, size, work)
-
-
-def needs_room(handler: Handler) -> Handler:
-    """``handler``, refused -32055 ``limit_reached`` while the connection is over its budget."""
-
-    def guarded(req: Request) -> Reply:
-        check_room(req.state, 1)
-        return handler(req)
-
-    guarded.__name__ = getattr(handler, "__name__", "handler")
-    guarded.__doc__ = handler.__doc__
-    return guarded

@@ -6,6 +6,7 @@ from functools import partial
 from typing import Any
 
 from oamd.agent.events import ToolCompleted, ToolStarted
+from oamd.agent.footprint import json_size
 from oamd.agent.history import History
 from oamd.agent.params import Params
 from oamd.agent.queue import Operation
@@ -17,7 +18,7 @@ from oamd.game.npc_save import read_save, restore_history, save_npc
 from oamd.game.npc_turns import bark_spec, compact, keep_talk, run_bark, talk_turn, warm
 from oamd.game.persona import NpcOptions, parse_memory, parse_npc_options, parse_persona
 from oamd.game.talk import LineTracker, TalkOutcome
-from oamd.methods.budget import check_room, held, needs_room, params_size
+from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_call, encode_record, encode_usage
 from oamd.methods.state import BridgeState
@@ -87,10 +88,12 @@ def _build(
         npc_id, persona, options, memory, tools, list(tools_raw or []), world, model, model_name
     )
     npc.world_state = world_state
+    npc.footprint.set("model", json_size(model_raw))  # a scripted model's steps
     return npc
 
 
 def _insert(req: Request, npc: Npc, warnings: list[str]) -> Result:
+    check_room(req.state, npc.held_bytes)
     req.state.npcs.add(npc)
     if npc.world is not None:
         world_store(req).attach_npc(npc.world)
@@ -289,6 +292,7 @@ def update(req: Request) -> Deferred:
             replace_tools=p.present("tools"),
             engine_timeout=engine_timeout,
         )
+        check_room(state, change.growth(npc) - size)
         op.commit()
         change.apply(npc)
         return {"npc": npc.id, "warnings": warnings + change.warnings}
@@ -304,7 +308,7 @@ def reset(req: Request) -> Deferred:
         op.commit()
         npc.history = History()
         if clear_memory:
-            npc.memory = parse_memory(None)
+            npc.set_memory(parse_memory(None))
         return {"npc": npc.id}
 
     return Deferred(npc.queue.schedule(work))
@@ -348,11 +352,11 @@ def list_npcs(req: Request) -> Result:
 def register(registry: Registry) -> None:
     registry.declare_notification("npc/event")
     for name, handler in (
-        ("npc/create", needs_room(create)),
+        ("npc/create", create),
         ("npc/talk", talk),
         ("npc/bark", bark),
         ("npc/state", npc_state),
-        ("npc/restore", needs_room(restore)),
+        ("npc/restore", restore),
         ("npc/update", update),
         ("npc/reset", reset),
         ("npc/cancel", cancel),

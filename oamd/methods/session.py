@@ -16,7 +16,7 @@ from oamd.agent.tools import RESPOND_DIRECTLY, parse_tools, tool_count_warning
 from oamd.agent.transcript import export_transcript, import_transcript
 from oamd.errors import InvalidParams, InvalidRequest, InvalidSchema, LimitReached, OamdError
 from oamd.limits import MAX_TOOLS
-from oamd.methods.budget import check_room, held, needs_room, params_size
+from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_turn
 from oamd.methods.state import BridgeState
@@ -104,9 +104,11 @@ def create(req: Request) -> Result:
         tools=tools,
         options=options,
     )
+    session.measure_settings(p.get("model"), p.get("options"))
     if restored is not None:
         session.history = History(restored.entries)
-        session.context_note = restored.context_note
+        session.set_context_note(restored.context_note)
+    check_room(state, session.held_bytes)
     store.add(session)
     _warm(req, session)
     return Result({"session": session_id, "warnings": warnings})
@@ -236,7 +238,7 @@ def _queued(req: Request, apply: Any, result: dict[str, Any], *, adds: bool = Tr
 def reset(req: Request) -> Deferred:
     def apply(s: Session) -> None:
         s.history = History()
-        s.context_note = None
+        s.set_context_note(None)
 
     return _queued(req, apply, {"session": req.params.get("session")}, adds=False)
 
@@ -245,7 +247,7 @@ def set_instructions(req: Request) -> Deferred:
     instructions = Params(req.params).opt_string("instructions")
 
     def apply(s: Session) -> None:
-        s.instructions = instructions
+        s.set_instructions(instructions)
 
     return _queued(req, apply, {"session": req.params.get("session")})
 
@@ -254,7 +256,7 @@ def set_context_note(req: Request) -> Deferred:
     note = Params(req.params).opt_string("note")
 
     def apply(s: Session) -> None:
-        s.context_note = note
+        s.set_context_note(note)
 
     return _queued(req, apply, {"session": req.params.get("session")})
 
@@ -270,7 +272,7 @@ def set_tools(req: Request) -> Deferred:
         raise InvalidRequest(f"'{RESPOND_DIRECTLY}' is reserved for ToolChoice.explicit.")
 
     def apply(s: Session) -> None:
-        s.tools = tools
+        s.set_tools(tools)
 
     return _queued(req, apply, {"session": session.id, "warnings": warnings})
 
@@ -294,7 +296,7 @@ def compact(req: Request) -> Deferred:
         result = await run_turn(plan.spec(session.model), lambda event: None, _no_tools)
         summary = result.text.strip()
         op.commit()
-        session.context_note = summary
+        session.set_context_note(summary)
         session.history = session.history.after(plan.cut)
         return {"session": session.id, "summary": summary}
 
@@ -309,7 +311,7 @@ def register(registry: Registry) -> None:
     registry.declare_notification("session/event")
     registry.declare_notification("tool/cancel")
     registry.declare_client_request("tool/call")
-    registry.register("session/create", needs_room(create))
+    registry.register("session/create", create)
     registry.register("session/respond", respond)
     registry.register("session/cancel", cancel)
     registry.register("session/delete", delete)
