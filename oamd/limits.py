@@ -99,8 +99,9 @@ MAX_TOOL_NAME_CHARS = 64
 """Longest tool name (``A–Z a–z 0–9 _ - .``); longer names fail -32602."""
 
 MAX_TOOLS = 64
-"""Tool definitions one session or NPC takes; more fail -32055 ``limit_reached`` (``data.limit``).
-Every definition goes into every prompt, so even this many only fits a large context."""
+"""Tools one session or NPC takes, an NPC's built-in world and memory tools included; more fail
+-32055 ``limit_reached`` (``data.limit``). Every tool goes into every prompt, so even this many
+only fits a large context."""
 
 RECOMMENDED_MAX_TOOLS = 5
 """More tools than this in one session or NPC produce a warning (Apple recommends 3–5)."""

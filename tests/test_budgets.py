@@ -175,6 +175,50 @@ async def test_a_session_or_npc_takes_at_most_the_limit_of_tools(client):
     assert "result" in ok
 
 
+async def test_an_npcs_built_in_world_and_memory_tools_count_within_the_limit_of_tools(client):
+    """The limit is on what the model is offered: an NPC's tools as ``npc/create`` lists them."""
+    tools = [
+        {"name": f"t{i}", "description": "A tool.", "parameters": {"type": "object"}}
+        for i in range(MAX_TOOLS)
+    ]
+    world_tools = {"worldReadable": [""], "worldWritable": [""]}
+    persona = {"name": "N"}
+    with anyio.fail_after(10):
+        await client.request("world/create", {"world": "w"})
+        refused = [
+            await client.call(
+                "npc/create",
+                {
+                    "npc": "a",
+                    "persona": persona,
+                    "tools": tools[:-1],
+                    "world": "w",
+                    "options": world_tools,
+                },
+            ),
+            await client.call(
+                "npc/create",
+                {"npc": "b", "persona": persona, "tools": tools, "options": {"memoryTools": "all"}},
+            ),
+        ]
+        created = await client.request(
+            "npc/create",
+            {
+                "npc": "c",
+                "persona": persona,
+                "tools": tools[:-2],
+                "world": "w",
+                "options": world_tools,
+            },
+        )
+        updated = await client.call("npc/update", {"npc": "c", "options": {"memoryTools": "all"}})
+        listed = (await client.request("npc/list"))["npcs"]
+    for response in [*refused, updated]:
+        assert "built-in" in limit_reached(response, MAX_TOOLS)
+    assert len(created["tools"]) == MAX_TOOLS
+    assert [n["npc"] for n in listed] == ["c"]
+
+
 async def test_near_the_connection_budget_adding_fails_and_deleting_makes_room():
     budget = 20_000
     config = default_config(test_methods=True, max_connection_bytes=budget)

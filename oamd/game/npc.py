@@ -31,7 +31,7 @@ from oamd.game.persona import (
     patched_options,
     summary_size,
 )
-from oamd.limits import MAX_NPCS
+from oamd.limits import MAX_NPCS, MAX_TOOLS
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -129,11 +129,21 @@ def tool_names(options: NpcOptions, client: list[str], has_world: bool) -> list[
 
 
 def check_tool_names(names: list[str], options: NpcOptions) -> None:
-    """Duplicates, the grounding tool and a ``{"tool"}`` choice must fit the NPC's tools.
+    """The NPC's tools (``tool_names``: client, world and memory tools) must number at most
+    ``MAX_TOOLS`` — each goes into every prompt — and duplicates, the grounding tool and a
+    ``{"tool"}`` choice must fit them.
 
     Raises:
+        LimitReached: more than ``MAX_TOOLS`` in all.
         InvalidParams: with the reference's wording.
     """
+    if len(names) > MAX_TOOLS:
+        raise LimitReached(
+            "tools",
+            MAX_TOOLS,
+            f"The NPC would have {len(names)} tools, its built-in world and memory tools "
+            f"included; an NPC takes at most {MAX_TOOLS} (and works best with a few).",
+        )
     seen: set[str] = set()
     for name in names:
         if name in seen:
