@@ -69,15 +69,19 @@ MAX_WORLDS = 64
 """Live worlds per connection; ``world/create`` beyond it fails -32055 ``limit_reached``."""
 
 MAX_WORLD_BYTES = 4 * 1024 * 1024
-"""About the most JSON one world holds; a create or change past it fails -32055 ``limit_reached``
-(``data.limit``) and changes nothing. A world is a game's shared blackboard, not its database."""
+"""The most compact JSON one world holds (each write counts every key it creates on the way); a
+create or change past it fails -32055 ``limit_reached`` (``data.limit``) and changes nothing. A
+world is a game's shared blackboard, not its database."""
 
 MAX_CONNECTION_BYTES = 256 * 1024 * 1024
-"""About the most a connection's sessions, NPCs and worlds may hold, counted as the JSON of their
-histories and world documents (``--max-connection-bytes``). Past it, requests that would add more
-(``session/create``/``respond``/``set*``, ``npc/create``/``talk``/``bark``/``restore``/``update``,
-``world/create``/``set``/``merge``) fail -32055 ``limit_reached`` (``data.limit``) until the client
-deletes, resets or compacts something; reading, deleting and everything else keeps working."""
+"""About the most a connection may hold (``--max-connection-bytes``), counted as JSON: every
+session's history, instructions, context note, tools, model spec and options; every NPC's history,
+persona, options, memory, client tools and model spec; every world document (a deleted one while
+an NPC uses it); and the params of operations still queued or running. A request that would pass
+it fails -32055 ``limit_reached`` (``data.limit``) and changes nothing, checked when read (a
+create by what it creates, a queued operation or bark by its params, held until it ends), when a
+turn or ``npc/update`` commits (by what it adds beyond its params) and when a world grows.
+Reading, deleting, resetting, compacting and cancelling always work."""
 
 MAX_IN_FLIGHT_REQUESTS = 1024
 """Requests one connection may have waiting for an answer (queued turns included); one more is
@@ -98,8 +102,9 @@ MAX_TOOL_NAME_CHARS = 64
 """Longest tool name (``A–Z a–z 0–9 _ - .``); longer names fail -32602."""
 
 MAX_TOOLS = 64
-"""Tool definitions one session or NPC takes; more fail -32055 ``limit_reached`` (``data.limit``).
-Every definition goes into every prompt, so even this many only fits a large context."""
+"""Tools one session or NPC takes, an NPC's built-in world and memory tools included; more fail
+-32055 ``limit_reached`` (``data.limit``). Every tool goes into every prompt, so even this many
+only fits a large context."""
 
 RECOMMENDED_MAX_TOOLS = 5
 """More tools than this in one session or NPC produce a warning (Apple recommends 3–5)."""

@@ -24,6 +24,7 @@ from oamd.game.talk import (
     spoken_line,
     talk_prompt,
 )
+from oamd.jsonvalue import dumps
 
 GORM = Persona(
     name="Gorm",
@@ -610,3 +611,25 @@ def test_the_base_memory_is_untouched_until_committed():
     d.remember("B.")
     d.change_relationship(3)
     assert (base.facts, base.relationship) == (["A."], 5)
+
+
+@pytest.mark.parametrize(
+    ("facts", "new", "max_facts", "delta", "summary"),
+    [
+        ([], ["A fact."], 12, 0, None),
+        (["Old é.", 'A "quoted" one.'], ["New.", "Newer."], 3, 7, "So far."),
+        (["A.", "B.", "C.", "D."], ["E."], 2, -5, None),  # given memory past maxFacts shrinks
+        (["A."], ["B.", "C."], 0, 95, None),  # nothing is kept
+        (["A."], [], 1, -12, None),  # only the relationship changes (a digit and a sign)
+    ],
+)
+def test_a_drafts_size_change_is_what_the_memorys_json_grows_by(
+    facts: list[str], new: list[str], max_facts: int, delta: int, summary: str | None
+) -> None:
+    d = MemoryDraft(Memory(list(facts), 9, summary), max_facts, 100)
+    for fact in new:
+        d.remember(fact)
+    d.change_relationship(delta)
+    committed = d.committed()
+    grown = len(dumps(committed.to_wire())) - len(dumps(d.base.to_wire()))
+    assert d.size_change(committed) == grown

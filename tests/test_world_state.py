@@ -19,6 +19,8 @@ from oamd.errors import (
 )
 from oamd.game.world import Change, WorldState
 from oamd.game.world_store import WorldStore
+from oamd.jsonvalue import dumps
+from oamd.limits import MAX_WORLD_BYTES
 
 
 def test_set_returns_the_change_and_counts_a_version() -> None:
@@ -283,3 +285,55 @@ def test_random_operations_raise_only_world_error_and_version_counts_changes(
         assert world.version == changing
     assert world.version == changing
     assert len(heard) >= changing
+
+
+# ---- property: the size a world keeps is the size of its JSON -------------------------------
+
+_odd_keys = st.sampled_from(["a", "b", "0", "1", "é", 'q"', "n\n", "ü" * 3])
+_odd_paths = st.lists(_odd_keys, min_size=1, max_size=4).map(".".join) | st.just("")
+_odd_values = st.recursive(
+    _scalars | st.just("\u2603\U0001f600"),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(_odd_keys, children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    start=st.dictionaries(_odd_keys, _odd_values, max_size=3),
+    ops=st.lists(
+        st.tuples(st.sampled_from(["set", "merge", "remove"]), _odd_paths, _odd_values),
+        max_size=20,
+    ),
+)
+def test_the_size_a_world_keeps_is_exactly_its_json_after_any_change(
+    start: dict[str, Any], ops: list[tuple[str, str, Any]]
+) -> None:
+    """Writes that create objects on the way, merges that add and delete members, removals of
+    list items and members: ``bytes`` follows the document exactly, and so do the limits."""
+    world = WorldState(start)
+    for op, path, value in ops:
+        try:
+            if op == "set":
+                world.set(path, value)
+            elif op == "merge":
+                world.merge(value, path)
+            else:
+                world.remove(path)
+        except WorldError:
+            pass
+        assert world.bytes == len(dumps(world.snapshot())), (op, path, value)
+
+
+def test_a_write_through_missing_objects_counts_every_key_it_creates() -> None:
+    key = "k" * 100_000
+    world = WorldState({})
+    written = 0
+    with pytest.raises(LimitReached):
+        for n in range(MAX_WORLD_BYTES // 100_000 + 1):
+            world.set(f"{key}{n}.x", 1)
+            written += 1
+    assert world.bytes == len(dumps(world.snapshot())) <= MAX_WORLD_BYTES
+    assert written == len(world.snapshot()) > 0

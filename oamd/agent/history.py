@@ -26,7 +26,7 @@ from typing import Any
 
 from oamd.jsonvalue import dumps
 
-__all__ = ["LOW_WATER_SHARE", "History", "Rendered", "Window"]
+__all__ = ["LOW_WATER_SHARE", "History", "Rendered", "Window", "entries_size"]
 
 LOW_WATER_SHARE = 0.7
 """Once a prompt overflows its input budget, trimming drops whole oldest turns until the prompt
@@ -37,6 +37,11 @@ Entry = dict[str, Any]
 
 Render = Callable[[Sequence[Entry]], tuple[Sequence[Any], int]]
 """A turn's entries → the items a loop sends for them (messages, lines) and their tokens."""
+
+
+def entries_size(entries: Iterable[Entry]) -> int:
+    """The JSON size of ``entries``: what a history grows by when it takes them."""
+    return sum(len(dumps(entry)) for entry in entries)
 
 
 class Rendered:
@@ -126,8 +131,11 @@ class History:
         self._windows: dict[Hashable, Window] = {}
         self.extend(entries)
 
-    def extend(self, entries: Iterable[Entry]) -> None:
-        """Appends committed entries (a turn's, in one step)."""
+    def extend(self, entries: Iterable[Entry], size: int | None = None) -> None:
+        """Appends committed entries (a turn's, in one step); ``size``, when the caller measured
+        them already (``entries_size``), spares measuring them again."""
+        entries = list(entries)
+        self._bytes += entries_size(entries) if size is None else size
         for entry in entries:
             if entry.get("kind") == "prompt" or not self._turns:
                 self._turns.append([entry])
@@ -136,7 +144,6 @@ class History:
                 self._turns[-1].append(entry)
                 self._forget_last_turn()
             self._entry_count += 1
-            self._bytes += len(dumps(entry))  # once per entry: what the connection's budget counts
 
     def _forget_last_turn(self) -> None:
         """The last turn grew: windows that rendered it render it again when next asked."""

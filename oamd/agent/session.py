@@ -3,6 +3,8 @@
 A session's history is a list of entries in oamd's transcript form (``prompt``, ``toolCalls``,
 ``toolOutput``, ``response``); a turn adds its entries in one step when it commits. A session
 builds its own turns' specs (``Session.turn_spec``); its options hold the turn settings whole.
+What it holds (``held_bytes``) is its history and its ``footprint``: the instructions, context
+note and tools, kept by the ``set_*`` methods, and the model spec and options it was created with.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from oamd.agent.footprint import Footprint, json_size
 from oamd.agent.history import History
 from oamd.agent.params import Params, shown
 from oamd.agent.policy import ToolPolicy, parse_policy_overrides
@@ -166,6 +169,35 @@ class Session:
     created_at: str = field(default_factory=utc_now)
     in_progress: list[dict[str, Any]] | None = None
     """Entries of the running turn, visible to ``session/transcript`` before they commit."""
+    footprint: Footprint = field(default_factory=Footprint)
+    """Everything but the history, measured part by part (``measure_settings``, ``set_*``)."""
+
+    def __post_init__(self) -> None:
+        self.set_instructions(self.instructions)
+        self.set_context_note(self.context_note)
+        self.set_tools(self.tools)
+
+    @property
+    def held_bytes(self) -> int:
+        """What the session holds, as JSON: its footprint and its history."""
+        return self.footprint.total + self.history.bytes
+
+    def measure_settings(self, model: Any, options: Any) -> None:
+        """Counts the ``model`` spec (a scripted model's steps) and ``options`` it was made with."""
+        self.footprint.set("model", json_size(model))
+        self.footprint.set("options", json_size(options))
+
+    def set_instructions(self, instructions: str | None) -> None:
+        self.instructions = instructions
+        self.footprint.set("instructions", json_size(instructions))
+
+    def set_context_note(self, note: str | None) -> None:
+        self.context_note = note
+        self.footprint.set("contextNote", json_size(note))
+
+    def set_tools(self, tools: list[ToolDefinition]) -> None:
+        self.tools = tools
+        self.footprint.set("tools", json_size([t.to_wire() for t in tools]))
 
     @property
     def effective_instructions(self) -> str | None:
@@ -216,5 +248,5 @@ class SessionStore(ObjectStore[Session]):
         )
 
     def held_bytes(self) -> int:
-        """The JSON size of every session's history."""
-        return sum(session.history.bytes for session in self)
+        """What every session holds (``Session.held_bytes``)."""
+        return sum(session.held_bytes for session in self)

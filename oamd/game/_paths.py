@@ -3,7 +3,10 @@
 Nothing here mutates a container it is given: every write copies the containers along its path
 and shares the rest, so a document handed out earlier stays a valid snapshot and a failed write
 leaves the original untouched (``WorldState`` builds its atomicity on that). Errors are
-``PathError``; ``WorldState`` turns them into ``WorldError`` naming its world.
+``PathError``; ``WorldState`` turns them into ``WorldError`` naming its world. The ``*_growth``
+functions say by how many bytes a write changes a document's compact JSON, exactly, serialising
+only the values written and replaced (never the document), so a world's size is kept change by
+change.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import re
 from typing import Any
 
 import orjson
+
+from oamd.jsonvalue import dumps
 
 __all__ = [
     "ABSENT",
@@ -22,12 +27,15 @@ __all__ = [
     "compact",
     "depth_of",
     "index_of",
+    "merge_growth",
     "merging",
     "overlaps",
     "parse_path",
+    "remove_growth",
     "removing",
     "render",
     "same",
+    "set_growth",
     "setting",
     "type_name",
     "value_at",
@@ -215,6 +223,71 @@ def merging(patch: Any, target: Any, path: Segments, changes: list[Leaf], depth:
         else:
             out[key] = merging(value, out.get(key, ABSENT), child, changes, depth + 1)
     return out
+
+
+def set_growth(root: dict[str, Any], segments: Segments, value: Any) -> int:
+    """By how many bytes ``setting(value, segments, root)`` grows the JSON of ``root`` (negative:
+    shrinks), every object it creates on the way included (``a.b.c`` on a world without ``a``
+    adds ``"a":{"b":{"c":value}}``). For a write ``setting`` accepted, at a non-root path."""
+    container: Any = root
+    last = len(segments) - 1
+    for done, key in enumerate(segments):
+        if isinstance(container, dict):
+            if key not in container:
+                return _comma(container) + _size(key) + 1 + _nested(segments[done + 1 :], value)
+            child = container[key]
+        elif isinstance(container, list):
+            index = index_of(key)
+            if index is None or index >= len(container):  # index n of n elements appends
+                return _comma(container) + _nested(segments[done + 1 :], value)
+            child = container[index]
+        else:  # a null on the way becomes an object
+            return _nested(segments[done:], value) - _size(container)
+        if done == last:
+            return _size(value) - _size(child)
+        container = child
+    raise ValueError("set_growth needs a path below the root")
+
+
+def merge_growth(patch: Any, target: Any, merged: Any, depth: int = 0) -> int:
+    """By how many bytes ``merged`` (``merging(patch, target, …)`` of an existing ``target``) is
+    longer than ``target`` as JSON; walks the patch, not the target."""
+    if not isinstance(patch, dict) or depth >= _MERGE_DEPTH or not isinstance(target, dict):
+        return 0 if merged is target else _size(merged) - _size(target)
+    growth, members = 0, len(target)
+    for key, value in patch.items():
+        if value is None:
+            if key in target:
+                members -= 1
+                growth -= _size(key) + 1 + _size(target[key]) + (1 if members else 0)
+        elif key in target:
+            growth += merge_growth(value, target[key], merged[key], depth + 1)
+        else:
+            growth += (1 if members else 0) + _size(key) + 1 + _size(merged[key])
+            members += 1
+    return growth
+
+
+def remove_growth(root: dict[str, Any], segments: Segments, removed: Any) -> int:
+    """By how many bytes (a negative number) removing ``removed``, found at ``segments`` (not the
+    root), shrinks the JSON of ``root``: the value, its key and a comma when it had neighbours."""
+    parent = value_at(root, segments[:-1])
+    key = _size(segments[-1]) + 1 if isinstance(parent, dict) else 0
+    return -(key + _size(removed) + (1 if len(parent) > 1 else 0))
+
+
+def _size(value: Any) -> int:
+    return len(dumps(value))
+
+
+def _comma(container: dict[str, Any] | list[Any]) -> int:
+    """The comma a new member or element needs when the container already has one."""
+    return 1 if container else 0
+
+
+def _nested(segments: Segments, value: Any) -> int:
+    """Size of ``value`` wrapped in one new object per segment: ``{"k":…}`` adds the key and 3."""
+    return _size(value) + sum(_size(key) + 3 for key in segments)
 
 
 def same(a: Any, b: Any) -> bool:

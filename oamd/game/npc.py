@@ -2,14 +2,18 @@
 optional world), the names of its tools, and the store of one connection's NPCs.
 
 Rendering its prompt is ``npc_prompt``'s, its memory and world tools ``npc_tools``', running its
-turns ``npc_turns``' and its save format ``npc_save``'s.
+turns ``npc_turns``' and its save format ``npc_save``'s. What an NPC holds (``held_bytes``) is its
+history and its ``footprint``: persona, options, memory, client tool definitions and model spec,
+measured when they are set.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from oamd.agent.footprint import Footprint, json_size
 from oamd.agent.history import History
 from oamd.agent.queue import TurnQueue
 from oamd.agent.session import utc_now
@@ -25,8 +29,9 @@ from oamd.game.persona import (
     parse_memory,
     parse_persona,
     patched_options,
+    summary_size,
 )
-from oamd.limits import MAX_NPCS
+from oamd.limits import MAX_NPCS, MAX_TOOLS
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -64,6 +69,33 @@ class Npc:
     queue: TurnQueue = field(default_factory=TurnQueue)
     created_at: str = field(default_factory=utc_now)
     fallback_count: int = 0
+    footprint: Footprint = field(default_factory=Footprint)
+    """Everything but the history, measured part by part (``set_memory``, ``NpcUpdate``)."""
+
+    def __post_init__(self) -> None:
+        self.footprint.set("persona", json_size(self.persona.to_wire()))
+        self.footprint.set("options", json_size(self.options.to_wire()))
+        self.footprint.set("tools", json_size(self.tool_definitions))
+        self.set_memory(self.memory)
+
+    @property
+    def held_bytes(self) -> int:
+        """What the NPC holds, as JSON: its footprint and its history (not its world)."""
+        return self.footprint.total + self.history.bytes
+
+    def set_memory(self, memory: Memory, growth: int | None = None) -> None:
+        """Replaces the memory; ``growth``, when the caller knows by how much its JSON grew,
+        spares measuring all of it."""
+        self.memory = memory
+        if growth is None:
+            self.footprint.set("memory", json_size(memory.to_wire()))
+        else:
+            self.footprint.add("memory", growth)
+
+    def set_summary(self, summary: str) -> None:
+        """The memory's summary becomes ``summary`` (compaction)."""
+        self.footprint.add("memory", summary_size(summary) - summary_size(self.memory.summary))
+        self.memory.summary = summary
 
     @property
     def turn_count(self) -> int:
@@ -97,11 +129,21 @@ def tool_names(options: NpcOptions, client: list[str], has_world: bool) -> list[
 
 
 def check_tool_names(names: list[str], options: NpcOptions) -> None:
-    """Duplicates, the grounding tool and a ``{"tool"}`` choice must fit the NPC's tools.
+    """The NPC's tools (``tool_names``: client, world and memory tools) must number at most
+    ``MAX_TOOLS`` — each goes into every prompt — and duplicates, the grounding tool and a
+    ``{"tool"}`` choice must fit them.
 
     Raises:
+        LimitReached: more than ``MAX_TOOLS`` in all.
         InvalidParams: with the reference's wording.
     """
+    if len(names) > MAX_TOOLS:
+        raise LimitReached(
+            "tools",
+            MAX_TOOLS,
+            f"The NPC would have {len(names)} tools, its built-in world and memory tools "
+            f"included; an NPC takes at most {MAX_TOOLS} (and works best with a few).",
+        )
     seen: set[str] = set()
     for name in names:
         if name in seen:
@@ -133,9 +175,16 @@ class NpcStore(ObjectStore[Npc]):
             ),
         )
 
-    def held_bytes(self) -> int:
-        """The JSON size of every NPC's history."""
-        return sum(npc.history.bytes for npc in self)
+    def held_bytes(self, listed: Callable[[Any], bool]) -> int:
+        """What every NPC holds, plus, once each, the worlds NPCs still hold that ``listed`` says
+        are gone from their store (a deleted world lives on while an NPC uses it)."""
+        total, kept = 0, {}
+        for npc in self:
+            total += npc.held_bytes
+            world = npc.world_state
+            if world is not None and not listed(world):
+                kept[id(world)] = world
+        return total + sum(world.bytes for world in kept.values())
 
 
 @dataclass
@@ -148,10 +197,18 @@ class NpcUpdate:
     tools: list[ToolDefinition]
     tool_definitions: list[Any]
     warnings: list[str]
+    sizes: dict[str, int] = field(default_factory=dict)
+    """The new sizes of the parts it changes (``Npc.footprint``)."""
+
+    def growth(self, npc: Npc) -> int:
+        """By how many bytes the NPC's footprint grows when this is applied."""
+        return sum(npc.footprint.growth(part, size) for part, size in self.sizes.items())
 
     def apply(self, npc: Npc) -> None:
         npc.persona, npc.options, npc.memory = self.persona, self.options, self.memory
         npc.tools, npc.tool_definitions = self.tools, self.tool_definitions
+        for part, size in self.sizes.items():
+            npc.footprint.set(part, size)
 
 
 def prepare_update(
@@ -181,4 +238,13 @@ def prepare_update(
     names = tool_names(options, [t.name for t in client], npc.world is not None)
     check_tool_names(names, options)
     warnings += option_warnings + tool_count_warning(len(names))
-    return NpcUpdate(persona, options, memory, client, definitions, warnings)
+    sizes: dict[str, int] = {}  # only the parts the update touches are measured again
+    if persona_patch:
+        sizes["persona"] = json_size(persona.to_wire())
+    if options_patch:
+        sizes["options"] = json_size(options.to_wire())
+    if memory_patch:
+        sizes["memory"] = json_size(memory.to_wire())
+    if replace_tools:
+        sizes["tools"] = json_size(definitions)
+    return NpcUpdate(persona, options, memory, client, definitions, warnings, sizes)

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from oamd.agent.footprint import json_size
 from oamd.agent.schema import compile_schema
 from oamd.agent.tools import ToolDefinition, ToolOutput
 from oamd.game.npc import Npc
@@ -81,6 +82,17 @@ class MemoryDraft:
             del memory.facts[: max(0, len(memory.facts) - self.max_facts)]
         memory.relationship = clamp_relationship(memory.relationship + self.delta)
         return memory
+
+    def size_change(self, committed: Memory) -> int:
+        """By how many bytes the JSON of ``committed`` (what ``committed()`` made) is longer
+        than the base's: measures only the facts that came and went, not the whole memory."""
+        base = self.base.facts
+        dropped = len(base) + len(self.facts) - len(committed.facts)
+        gone = [*base[:dropped], *self.facts[: max(0, dropped - len(base))]]
+        added = sum(json_size(f) for f in self.facts) - sum(json_size(f) for f in gone)
+        commas = max(0, len(committed.facts) - 1) - max(0, len(base) - 1)
+        digits = len(str(committed.relationship)) - len(str(self.base.relationship))
+        return added + commas + digits
 
 
 def _local(name: str, description: str, schema: dict[str, Any], run: Any) -> ToolDefinition:

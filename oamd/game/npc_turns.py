@@ -2,17 +2,19 @@
 
 Each function works on one ``Npc`` and leaves the order to its queue: the methods layer
 schedules the work and calls ``commit()``; what changes the NPC after that point
-(``keep_talk``, the tail of ``compact``) runs only once the operation has committed.
+(``KeptTalk.apply``, the tail of ``compact``) runs only once the operation has committed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from oamd.agent.compaction import CompactionPlan, render_lines
 from oamd.agent.envelope import warm_up
 from oamd.agent.events import TurnEvent
+from oamd.agent.history import entries_size
 from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
 from oamd.agent.run import run_turn
@@ -24,9 +26,11 @@ from oamd.errors import InvalidRequest, ModelError
 from oamd.game.npc import Npc
 from oamd.game.npc_prompt import game_state, npc_instructions, persona_instructions, render_value
 from oamd.game.npc_tools import MemoryDraft, new_draft, npc_tools, npc_world_tools
+from oamd.game.persona import Memory
 from oamd.game.talk import LineTracker, TalkOutcome, run_talk, spoken_line, talk_prompt
 
 __all__ = [
+    "KeptTalk",
     "bark_spec",
     "compact",
     "compaction_due",
@@ -77,14 +81,35 @@ async def talk_turn(
     return outcome, draft
 
 
-def keep_talk(npc: Npc, outcome: TalkOutcome, draft: MemoryDraft) -> bool:
-    """Keeps a committed turn's exchange and memory (a fallback keeps neither); returns whether
-    compaction is due now."""
+@dataclass
+class KeptTalk:
+    """What a talk turn keeps once it commits: its exchange and the memory it staged, and the
+    bytes they add to the NPC (checked against the connection's budget before the commit)."""
+
+    entries: list[dict[str, Any]]
+    entries_bytes: int
+    memory: Memory
+    memory_growth: int
+
+    @property
+    def bytes(self) -> int:
+        return self.entries_bytes + self.memory_growth
+
+    def apply(self, npc: Npc) -> bool:
+        """Keeps them (after the commit); returns whether compaction is due now."""
+        npc.set_memory(self.memory, self.memory_growth)
+        npc.history.extend(self.entries, self.entries_bytes)
+        return compaction_due(npc)
+
+
+def keep_talk(outcome: TalkOutcome, draft: MemoryDraft) -> KeptTalk | None:
+    """What a finished turn would keep; ``None`` for a fallback, which keeps nothing."""
     if not outcome.commits_memory:
-        return False
-    npc.memory = draft.committed()
-    npc.history.extend(outcome.entries)
-    return compaction_due(npc)
+        return None
+    memory = draft.committed()
+    return KeptTalk(
+        outcome.entries, entries_size(outcome.entries), memory, draft.size_change(memory)
+    )
 
 
 def compaction_instructions(name: str) -> str:
@@ -128,7 +153,7 @@ async def compact(npc: Npc, op: Operation) -> None:
     op.commit()
     npc.history = npc.history.after(cut)
     if summary:
-        npc.memory.summary = summary
+        npc.set_summary(summary)
 
 
 async def _no_tool(call: Any, tool: Any) -> Any:

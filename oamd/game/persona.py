@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from oamd.agent.footprint import json_size
 from oamd.agent.params import Params
 from oamd.agent.tools import ToolChoice, parse_tool_choice
 from oamd.errors import InvalidParams
@@ -326,6 +327,11 @@ class Memory:
         return Memory(list(self.facts), self.relationship, self.summary)
 
 
+def summary_size(summary: str | None) -> int:
+    """What a memory's ``summary`` adds to its JSON (``,"summary":…``; nothing when unset)."""
+    return 0 if summary is None else len(',"summary":') + json_size(summary)
+
+
 def clamp_relationship(value: float) -> int:
     return int(max(MIN_RELATIONSHIP, min(MAX_RELATIONSHIP, round(value))))
 
@@ -364,4 +370,4 @@ def patched_options(
     return updated, warnings
 
 
-__all__ += ["clamp_relationship"]
+__all__ += ["clamp_relationship", "summary_size"]

@@ -24,11 +24,14 @@ from oamd.game._paths import (
     PathError,
     Segments,
     depth_of,
+    merge_growth,
     merging,
     parse_path,
+    remove_growth,
     removing,
     render,
     same,
+    set_growth,
     setting,
     value_at,
 )
@@ -85,7 +88,9 @@ class WorldState:
     """A JSON object addressed by dot paths (``"player.gold"``, ``"party.0.name"``, ``""``).
 
     ``id`` names the world in errors. ``observer`` (set by the store) receives each committed
-    operation's changes; an observer that raises is logged, never the caller's problem.
+    operation's changes; an observer that raises is logged, never the caller's problem. ``room``
+    (set by the store) is asked before a change that grows the document, with the growth: it
+    raises ``LimitReached`` to refuse it (the connection's byte budget), and nothing changes.
     """
 
     def __init__(self, root: dict[str, Any] | None = None, *, id: str = "") -> None:
@@ -107,6 +112,7 @@ class WorldState:
         self._version = 0
         self.created_at = utc_now()
         self.observer: Callable[[list[Change]], None] | None = None
+        self.room: Callable[[int], None] | None = None
 
     @property
     def version(self) -> int:
@@ -115,7 +121,7 @@ class WorldState:
 
     @property
     def bytes(self) -> int:
-        """About the size of the document as JSON, kept up to date change by change."""
+        """The size of the document as compact JSON, kept exact change by change."""
         return self._bytes
 
     def _error(self, message: str, path: str) -> WorldError:
@@ -192,7 +198,8 @@ class WorldState:
             return []
         self._check_depth(segments, value)
         root = self._replaced(segments, value)
-        return self._commit(root, [Change.of(segments, old, value)])
+        growth = set_growth(self._root, segments, value) if segments else self._resized(value)
+        return self._commit(root, [Change.of(segments, old, value)], growth)
 
     def merge(self, patch: Any, path: str = "") -> list[Change]:
         """Applies an RFC 7386 merge patch at ``path`` (objects merge, ``null`` deletes); returns
@@ -204,11 +211,16 @@ class WorldState:
         segments = self._parse(path)
         self._check_depth(segments, patch)
         leaves: list[tuple[Segments, Any, Any]] = []
-        merged = merging(patch, value_at(self._root, segments), segments, leaves)
+        target = value_at(self._root, segments)
+        merged = merging(patch, target, segments, leaves)
         if not leaves:
             return []
         root = self._replaced(segments, merged, shown=path)
-        return self._commit(root, [Change.of(*leaf) for leaf in leaves])
+        if target is ABSENT:  # written like a set: objects on the way are created
+            growth = set_growth(self._root, segments, merged)
+        else:
+            growth = merge_growth(patch, target, merged)
+        return self._commit(root, [Change.of(*leaf) for leaf in leaves], growth)
 
     def remove(self, path: str) -> list[Change]:
         """Removes the value at ``path`` (list elements after it shift); removing ``""`` empties the
@@ -221,11 +233,12 @@ class WorldState:
         if not segments:
             if not self._root:
                 return []
-            return self._commit({}, [Change.of((), self._root, {})])
+            return self._commit({}, [Change.of((), self._root, {})], self._resized({}))
         root, removed = removing(segments, self._root)
         if removed is ABSENT:
             return []
-        return self._commit(root, [Change.of(segments, removed, ABSENT)])
+        growth = remove_growth(self._root, segments, removed)
+        return self._commit(root, [Change.of(segments, removed, ABSENT)], growth)
 
     def _check_depth(self, segments: Segments, value: Any) -> None:
         if len(segments) + depth_of(value, MAX_DEPTH) > MAX_DEPTH:
@@ -244,10 +257,17 @@ class WorldState:
             raise self._error("The world state root must be a JSON object.", shown)
         return root
 
-    def _commit(self, root: dict[str, Any], changes: list[Change]) -> list[Change]:
-        size = self._bytes + sum(_grown_by(change) for change in changes)
-        if size > MAX_WORLD_BYTES and size > self._bytes:
-            raise _too_big(size)  # nothing changed: the new root is discarded
+    def _resized(self, root: Any) -> int:
+        """The growth of replacing the whole document by ``root``."""
+        return len(dumps(root)) - self._bytes
+
+    def _commit(self, root: dict[str, Any], changes: list[Change], growth: int) -> list[Change]:
+        size = self._bytes + growth
+        if growth > 0:  # a refusal changes nothing: the new root is discarded
+            if size > MAX_WORLD_BYTES:
+                raise _too_big(size)
+            if self.room is not None:
+                self.room(growth)
         self._root = root
         self._bytes = size
         self._version += 1
@@ -257,18 +277,6 @@ class WorldState:
             except Exception:
                 log.exception("world_observer_failed", world=self.id)
         return changes
-
-
-def _grown_by(change: Change) -> int:
-    """How much the document's JSON grows by ``change`` (a new member counts its key too)."""
-    old = 0 if change.created else len(dumps(change.old))
-    new = 0 if change.removed else len(dumps(change.new))
-    key = len(str(change.segments[-1])) + 4 if change.segments else 0  # "key": and a comma
-    if change.created:
-        new += key
-    if change.removed:
-        old += key
-    return new - old
 
 
 def _too_big(size: int) -> LimitReached:

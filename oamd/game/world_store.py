@@ -49,7 +49,9 @@ class WorldStore(ObjectStore[WorldState]):
     """One connection's worlds and subscriptions, in creation order.
 
     Limits: ``max_worlds`` (``world/create`` past it fails ``limit_reached``) and
-    ``max_subscriptions``.
+    ``max_subscriptions``. ``room``, when given, is asked before a world is created with its
+    size, and before each change that grows one of its worlds with the growth (the
+    connection's byte budget: it raises ``LimitReached`` to refuse).
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class WorldStore(ObjectStore[WorldState]):
         *,
         max_worlds: int = MAX_WORLDS,
         max_subscriptions: int = MAX_SUBSCRIPTIONS,
+        room: Callable[[int], None] | None = None,
     ) -> None:
         super().__init__(
             "w",
@@ -67,6 +70,7 @@ class WorldStore(ObjectStore[WorldState]):
             full=lambda n: LimitReached("worlds", n),
         )
         self.on_change = on_change
+        self.room = room
         self.max_subscriptions = max_subscriptions
         self._subscriptions: dict[str, Subscription] = {}
         self._npcs: dict[str, int] = {}
@@ -96,7 +100,10 @@ class WorldStore(ObjectStore[WorldState]):
         if world_id is not None:
             self.check_id(world_id)
         self.check_room()
-        return self.add(WorldState(state, id=world_id or self.new_id()))
+        world = WorldState(state, id=world_id or self.new_id())
+        if self.room is not None:
+            self.room(world.bytes)
+        return self.add(world)
 
     def add(self, world: WorldState) -> WorldState:
         """Makes an existing world reachable under ``world.id`` (a host-shared world).
@@ -108,6 +115,7 @@ class WorldStore(ObjectStore[WorldState]):
         check_object_id(world.id, "world")
         super().add(world)
         world.observer = lambda changes, world_id=world.id: self._changed(world_id, changes)
+        world.room = self.room  # kept after world/delete: NPCs holding it still count it
         return world
 
     def delete(self, world_id: str) -> int:
@@ -124,8 +132,12 @@ class WorldStore(ObjectStore[WorldState]):
         return len(ended)
 
     def held_bytes(self) -> int:
-        """About the JSON size of every world document."""
+        """The JSON size of every world document in the store."""
         return sum(world.bytes for world in self)
+
+    def holds(self, world: WorldState) -> bool:
+        """Whether ``world`` itself is in the store (not deleted, nor replaced under its id)."""
+        return self._objects.get(world.id) is world
 
     def clear(self) -> int:
         """Forgets every world and subscription (the connection closed)."""

@@ -1,35 +1,94 @@
-"""The connection's byte budget: requests that would add to what it holds are refused once it
-holds more than ``DaemonConfig.max_connection_bytes`` (see ``oamd.limits.MAX_CONNECTION_BYTES``).
+"""The connection's byte budget (``DaemonConfig.max_connection_bytes``, see
+``oamd.limits.MAX_CONNECTION_BYTES``): what a request may add to what the connection holds.
 
-Checked before the handler runs, so a refused request changes nothing; reading, deleting,
-resetting and cancelling are never wrapped, so the client can always make room.
+What it holds (``BridgeState.held_bytes``) is kept by the objects, change by change: each
+session's and NPC's history and footprint, each world's document, and the params of the
+operations still pending. A request that adds is refused -32055 ``limit_reached`` when that plus
+what the request adds would exceed the budget, checked where that size is known:
+
+- when the request is read: a create by the size of what it creates; an operation that waits in
+  a queue or runs a while by its params, which the connection then holds (``held``) until the
+  operation ends;
+- when a turn or an ``npc/update`` commits: by what it adds beyond the params it held, so one
+  that would take the connection over fails, leaving no trace;
+- when a world grows, however it is written: by the growth (``WorldState.room``).
+
+Reading, deleting, resetting, compacting and cancelling are never refused, so the client can
+always make room.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from oamd.agent.footprint import json_size
 from oamd.errors import LimitReached
-from oamd.methods.state import BridgeState
-from oamd.rpc import Handler, Reply, Request
 
-__all__ = ["needs_room"]
+if TYPE_CHECKING:
+    from oamd.methods.state import BridgeState
+
+__all__ = ["check_room", "held", "params_size"]
 
 
-def needs_room(handler: Handler) -> Handler:
-    """``handler``, refused -32055 ``limit_reached`` while the connection is over its budget."""
+def params_size(params: Any) -> int:
+    """The JSON size of a request's params (or of one of them): what its queued work holds."""
+    return json_size(params)
 
-    def guarded(req: Request) -> Reply:
-        state: BridgeState = req.state
-        limit = state.config.max_connection_bytes
-        held = state.held_bytes()
-        if held > limit:
-            raise LimitReached(
-                "bytes",
-                limit,
-                f"This connection holds about {held} bytes of histories and world state; the "
-                f"limit is {limit}. Delete, reset or compact sessions, NPCs or worlds first.",
-            )
-        return handler(req)
 
-    guarded.__name__ = getattr(handler, "__name__", "handler")
-    guarded.__doc__ = handler.__doc__
-    return guarded
+def check_room(state: BridgeState, adding: int) -> None:
+    """Refuses ``adding`` more bytes when the connection would then hold more than its budget;
+    never refuses what adds nothing.
+
+    Raises:
+        LimitReached: ``data.limit`` is the budget.
+    """
+    if adding <= 0:
+        return
+    limit = state.config.max_connection_bytes
+    holds = state.held_bytes()
+    if holds + adding > limit:
+        raise LimitReached(
+            "bytes",
+            limit,
+            f"This connection holds about {holds} bytes and this would add {adding}; the "
+            f"limit is {limit}. Delete, reset or compact sessions, NPCs or worlds first.",
+        )
+
+
+class _Held:
+    """A request's work, holding ``size`` bytes of the connection's budget from the moment the
+    handler returns it until it ends, however it ends.
+
+    It can always be withdrawn (the connection refuses a request past the in-flight cap by
+    withdrawing its work and running it unanswered): queued work gives its place up in order;
+    other work then does nothing. Either way it ends, and what it held is released.
+    """
+
+    __slots__ = ("_size", "_state", "_withdrawn", "_work")
+
+    def __init__(self, state: BridgeState, size: int, work: Callable[[], Awaitable[Any]]) -> None:
+        self._state, self._size, self._work = state, size, work
+        self._withdrawn = False
+        state.reserved_bytes += size
+
+    async def __call__(self) -> Any:
+        try:
+            if self._withdrawn and not hasattr(self._work, "withdraw"):
+                return None
+            return await self._work()
+        finally:
+            self._state.reserved_bytes -= self._size
+            self._size = 0
+
+    def withdraw(self) -> None:
+        self._withdrawn = True
+        withdraw = getattr(self._work, "withdraw", None)
+        if withdraw is not None:
+            withdraw()
+
+
+def held(state: BridgeState, size: int, work: Callable[[], Awaitable[Any]]) -> _Held:
+    """``work`` holding ``size`` bytes of the budget until it ends (call it last in a handler:
+    nothing may fail between this and returning the work)."""
+    return _Held(state, size, work)

@@ -6,6 +6,7 @@ from functools import partial
 from typing import Any
 
 from oamd.agent.events import ToolCompleted, ToolStarted
+from oamd.agent.footprint import json_size
 from oamd.agent.history import History
 from oamd.agent.params import Params
 from oamd.agent.queue import Operation
@@ -17,7 +18,7 @@ from oamd.game.npc_save import read_save, restore_history, save_npc
 from oamd.game.npc_turns import bark_spec, compact, keep_talk, run_bark, talk_turn, warm
 from oamd.game.persona import NpcOptions, parse_memory, parse_npc_options, parse_persona
 from oamd.game.talk import LineTracker, TalkOutcome
-from oamd.methods.budget import needs_room
+from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_call, encode_record, encode_usage
 from oamd.methods.state import BridgeState
@@ -87,10 +88,12 @@ def _build(
         npc_id, persona, options, memory, tools, list(tools_raw or []), world, model, model_name
     )
     npc.world_state = world_state
+    npc.footprint.set("model", json_size(model_raw))  # a scripted model's steps
     return npc
 
 
 def _insert(req: Request, npc: Npc, warnings: list[str]) -> Result:
+    check_room(req.state, npc.held_bytes)
     req.state.npcs.add(npc)
     if npc.world is not None:
         world_store(req).attach_npc(npc.world)
@@ -169,6 +172,7 @@ def _npc_events(driver: TurnDriver, npc: Npc) -> tuple[LineTracker, Any]:
 
 
 def talk(req: Request) -> Deferred:
+    state: BridgeState = req.state
     p = Params(req.params)
     npc = _npc(req)
     line = p.string("line")
@@ -185,29 +189,37 @@ def talk(req: Request) -> Deferred:
         default_timeout=npc.options.toolTimeoutSeconds,
     )
     tracker, on_event = _npc_events(driver, npc)
+    size = params_size(req.params)
+    check_room(state, size)
 
     async def work(op: Operation) -> dict[str, Any]:
         outcome, draft = await talk_turn(
             npc, line, context, choice, on_event, driver.execute, tracker, pace=driver.pace
         )
+        kept = keep_talk(outcome, draft)
+        check_room(state, (0 if kept is None else kept.bytes) - size)  # over: no trace
         op.commit()
-        if keep_talk(npc, outcome, draft):
+        if kept is not None and kept.apply(npc):
             # background summarization, queued ahead of anything sent later; not awaited
             compaction = npc.queue.schedule(partial(compact, npc), follow_up=True)
             req.conn.start_deferred(None, compaction, respond=False)
         return _talk_result(npc, outcome, warnings)
 
-    return Deferred(npc.queue.schedule(work))
+    return Deferred(held(state, size, npc.queue.schedule(work)))
 
 
 def bark(req: Request) -> Deferred:
+    state: BridgeState = req.state
     npc = _npc(req)
-    spec = bark_spec(npc, Params(req.params).get("situation"))
+    situation = Params(req.params).get("situation")
+    spec = bark_spec(npc, situation)
+    size = params_size(situation)  # held while the bark runs; it keeps nothing
+    check_room(state, size)
 
     async def work() -> dict[str, Any]:
         return {"npc": npc.id, "line": await run_bark(npc, spec)}
 
-    return Deferred(work)
+    return Deferred(held(state, size, work))
 
 
 def npc_state(req: Request) -> Result | Deferred:
@@ -259,13 +271,16 @@ def restore(req: Request) -> Result:
 
 
 def update(req: Request) -> Deferred:
+    state: BridgeState = req.state
     npc = _npc(req)
     p = Params(req.params)
     warnings = p.unknown(UPDATE_KEYS)
     for key in ("persona", "options", "memory"):
         if p.has(key) and not isinstance(p.get(key), dict):
             raise InvalidParams(f"Parameter '{key}' must be an object.")
-    engine_timeout = req.state.config.tool_timeout
+    engine_timeout = state.config.tool_timeout
+    size = params_size(req.params)
+    check_room(state, size)
 
     async def work(op: Operation) -> dict[str, Any]:
         change = prepare_update(
@@ -277,11 +292,12 @@ def update(req: Request) -> Deferred:
             replace_tools=p.present("tools"),
             engine_timeout=engine_timeout,
         )
+        check_room(state, change.growth(npc) - size)
         op.commit()
         change.apply(npc)
         return {"npc": npc.id, "warnings": warnings + change.warnings}
 
-    return Deferred(npc.queue.schedule(work))
+    return Deferred(held(state, size, npc.queue.schedule(work)))
 
 
 def reset(req: Request) -> Deferred:
@@ -292,7 +308,7 @@ def reset(req: Request) -> Deferred:
         op.commit()
         npc.history = History()
         if clear_memory:
-            npc.memory = parse_memory(None)
+            npc.set_memory(parse_memory(None))
         return {"npc": npc.id}
 
     return Deferred(npc.queue.schedule(work))
@@ -336,12 +352,12 @@ def list_npcs(req: Request) -> Result:
 def register(registry: Registry) -> None:
     registry.declare_notification("npc/event")
     for name, handler in (
-        ("npc/create", needs_room(create)),
-        ("npc/talk", needs_room(talk)),
-        ("npc/bark", needs_room(bark)),
+        ("npc/create", create),
+        ("npc/talk", talk),
+        ("npc/bark", bark),
         ("npc/state", npc_state),
-        ("npc/restore", needs_room(restore)),
-        ("npc/update", needs_room(update)),
+        ("npc/restore", restore),
+        ("npc/update", update),
         ("npc/reset", reset),
         ("npc/cancel", cancel),
         ("npc/delete", delete),

@@ -6,7 +6,7 @@ from typing import Any
 
 from oamd.agent.compaction import compact_history
 from oamd.agent.envelope import warm_up
-from oamd.agent.history import History
+from oamd.agent.history import History, entries_size
 from oamd.agent.params import Params
 from oamd.agent.policy import parse_policy_overrides
 from oamd.agent.queue import Operation
@@ -16,7 +16,7 @@ from oamd.agent.tools import RESPOND_DIRECTLY, parse_tools, tool_count_warning
 from oamd.agent.transcript import export_transcript, import_transcript
 from oamd.errors import InvalidParams, InvalidRequest, InvalidSchema, LimitReached, OamdError
 from oamd.limits import MAX_TOOLS
-from oamd.methods.budget import needs_room
+from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_turn
 from oamd.methods.state import BridgeState
@@ -104,9 +104,11 @@ def create(req: Request) -> Result:
         tools=tools,
         options=options,
     )
+    session.measure_settings(p.get("model"), p.get("options"))
     if restored is not None:
         session.history = History(restored.entries)
-        session.context_note = restored.context_note
+        session.set_context_note(restored.context_note)
+    check_room(state, session.held_bytes)
     store.add(session)
     _warm(req, session)
     return Result({"session": session_id, "warnings": warnings})
@@ -142,6 +144,8 @@ def respond(req: Request) -> Deferred:
     if p.has("schema"):
         schema = compile_param_schema(p.get("schema"))
         warnings += schema.warnings
+    size = params_size(req.params)
+    check_room(state, size)
     driver = TurnDriver(
         req.conn,
         {"session": session.id},
@@ -154,13 +158,15 @@ def respond(req: Request) -> Deferred:
         spec = session.turn_spec(prompt, overrides, schema)
         try:
             result = await run_turn(spec, driver.emit, driver.execute, pace=driver.pace)
+            added = entries_size(result.entries)
+            check_room(state, added - size)  # over the budget: the turn fails, leaving no trace
             op.commit()
-            session.history.extend(result.entries)
+            session.history.extend(result.entries, added)
         finally:
             session.in_progress = None
         return encode_turn(session.id, result, warnings)
 
-    return Deferred(session.queue.schedule(work))
+    return Deferred(held(state, size, session.queue.schedule(work)))
 
 
 def _session(req: Request) -> Session:
@@ -212,30 +218,36 @@ def transcript(req: Request) -> Result:
     )
 
 
-def _queued(req: Request, apply: Any, result: dict[str, Any]) -> Deferred:
+def _queued(req: Request, apply: Any, result: dict[str, Any], *, adds: bool = True) -> Deferred:
+    """``apply`` in the session's queue; an operation that ``adds`` holds its params from now,
+    and is refused when they would take the connection over its budget (what it then sets is
+    no larger than they are, so applying it never goes over)."""
+    state: BridgeState = req.state
     session = _session(req)
+    size = params_size(req.params) if adds else 0
+    check_room(state, size)
 
     async def work(op: Operation) -> dict[str, Any]:
         op.commit()
         apply(session)
         return result
 
-    return Deferred(session.queue.schedule(work))
+    return Deferred(held(state, size, session.queue.schedule(work)))
 
 
 def reset(req: Request) -> Deferred:
     def apply(s: Session) -> None:
         s.history = History()
-        s.context_note = None
+        s.set_context_note(None)
 
-    return _queued(req, apply, {"session": req.params.get("session")})
+    return _queued(req, apply, {"session": req.params.get("session")}, adds=False)
 
 
 def set_instructions(req: Request) -> Deferred:
     instructions = Params(req.params).opt_string("instructions")
 
     def apply(s: Session) -> None:
-        s.instructions = instructions
+        s.set_instructions(instructions)
 
     return _queued(req, apply, {"session": req.params.get("session")})
 
@@ -244,7 +256,7 @@ def set_context_note(req: Request) -> Deferred:
     note = Params(req.params).opt_string("note")
 
     def apply(s: Session) -> None:
-        s.context_note = note
+        s.set_context_note(note)
 
     return _queued(req, apply, {"session": req.params.get("session")})
 
@@ -260,16 +272,19 @@ def set_tools(req: Request) -> Deferred:
         raise InvalidRequest(f"'{RESPOND_DIRECTLY}' is reserved for ToolChoice.explicit.")
 
     def apply(s: Session) -> None:
-        s.tools = tools
+        s.set_tools(tools)
 
     return _queued(req, apply, {"session": session.id, "warnings": warnings})
 
 
 def compact(req: Request) -> Deferred:
+    state: BridgeState = req.state
     session = _session(req)
     p = Params(req.params)
     keep = p.opt_int("keepRecentTurns", 2, minimum=0)
     instructions = p.opt_string("summaryInstructions")
+    size = params_size(instructions)  # what it holds while queued; without it, always taken
+    check_room(state, size)
 
     async def work(op: Operation) -> dict[str, Any]:
         plan = compact_history(
@@ -281,11 +296,11 @@ def compact(req: Request) -> Deferred:
         result = await run_turn(plan.spec(session.model), lambda event: None, _no_tools)
         summary = result.text.strip()
         op.commit()
-        session.context_note = summary
+        session.set_context_note(summary)
         session.history = session.history.after(plan.cut)
         return {"session": session.id, "summary": summary}
 
-    return Deferred(session.queue.schedule(work))
+    return Deferred(held(state, size, session.queue.schedule(work)))
 
 
 async def _no_tools(call: Any, tool: Any) -> Any:
@@ -296,14 +311,14 @@ def register(registry: Registry) -> None:
     registry.declare_notification("session/event")
     registry.declare_notification("tool/cancel")
     registry.declare_client_request("tool/call")
-    registry.register("session/create", needs_room(create))
-    registry.register("session/respond", needs_room(respond))
+    registry.register("session/create", create)
+    registry.register("session/respond", respond)
     registry.register("session/cancel", cancel)
     registry.register("session/delete", delete)
     registry.register("session/list", list_sessions)
     registry.register("session/transcript", transcript)
     registry.register("session/reset", reset)
-    registry.register("session/setInstructions", needs_room(set_instructions))
-    registry.register("session/setContextNote", needs_room(set_context_note))
-    registry.register("session/setTools", needs_room(set_tools))
+    registry.register("session/setInstructions", set_instructions)
+    registry.register("session/setContextNote", set_context_note)
+    registry.register("session/setTools", set_tools)
     registry.register("session/compact", compact)

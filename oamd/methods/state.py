@@ -39,6 +39,8 @@ class BridgeState:
     """
 
     config: DaemonConfig
+    reserved_bytes: int = field(default=0, init=False)
+    """The params of the operations still waiting or running (``methods.budget.held``)."""
     _sessions: SessionStore | None = field(default=None, init=False, repr=False)
     _npcs: NpcStore | None = field(default=None, init=False, repr=False)
     _worlds: WorldStore | None = field(default=None, init=False, repr=False)
@@ -66,14 +68,25 @@ class BridgeState:
         """The connection's worlds; ``methods.world.world_store`` gives it its change sink."""
         if self._worlds is None:
             from oamd.game.world_store import WorldStore
+            from oamd.methods.budget import check_room
 
-            self._worlds = WorldStore()
+            self._worlds = WorldStore(room=lambda adding: check_room(self, adding))
         return self._worlds
 
     def held_bytes(self) -> int:
-        """About how much the connection's histories and world documents hold, as JSON: a sum
-        over its objects (a few hundred at most), each of which keeps its own count."""
-        return sum(store.held_bytes() for store in self._stores())
+        """About how much the connection holds, as JSON: its sessions and NPCs (histories and
+        everything else they were given), its worlds (those deleted but still used by an NPC
+        too) and the params of its pending operations. A sum over its objects (a few hundred at
+        most), each of which keeps its own count."""
+        held = self.reserved_bytes
+        worlds = self._worlds
+        if self._sessions is not None:
+            held += self._sessions.held_bytes()
+        if worlds is not None:
+            held += worlds.held_bytes()
+        if self._npcs is not None:
+            held += self._npcs.held_bytes(listed=worlds.holds if worlds is not None else _none)
+        return held
 
     def cancel_all_work(self) -> None:
         """Cancels every queued and running operation and forgets every object (shutdown)."""
@@ -83,3 +96,7 @@ class BridgeState:
     def _stores(self) -> list[SessionStore | NpcStore | WorldStore]:
         """The stores created so far."""
         return [s for s in (self._sessions, self._npcs, self._worlds) if s is not None]
+
+
+def _none(world: object) -> bool:
+    return False

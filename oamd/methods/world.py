@@ -14,7 +14,6 @@ from oamd.agent.params import Params
 from oamd.errors import InvalidParams
 from oamd.game.world import Change, WorldState
 from oamd.game.world_store import Subscription, WorldStore
-from oamd.methods.budget import needs_room
 from oamd.rpc import Registry, Request, Result
 
 __all__ = ["encode_change", "register", "world_store"]
@@ -170,10 +169,10 @@ def unsubscribe(req: Request) -> Result:
 
 def register(registry: Registry) -> None:
     registry.declare_notification("world/changed")
-    registry.register("world/create", needs_room(create))
+    registry.register("world/create", create)
     registry.register("world/get", get)
-    registry.register("world/set", needs_room(set_value))
-    registry.register("world/merge", needs_room(merge))
+    registry.register("world/set", set_value)
+    registry.register("world/merge", merge)
     registry.register("world/remove", remove)
     registry.register("world/snapshot", snapshot)
     registry.register("world/delete", delete)
