@@ -48,7 +48,11 @@ GC_THRESHOLDS = (50_000, 50, 1000)
 """The serving process's collector: a young collection every 50,000 net allocations instead of
 700. A turn allocates many containers; with the defaults, collections took 40 % of a loaded
 daemon's time and stalled the event loop often (``ping`` p99 ~95 ms with 64 busy sessions, ~5 ms
-with these, after ``gc.freeze()`` of everything loaded at start; ``bench/load.py``)."""
+with these, after ``gc.freeze()`` of everything loaded at start; ``bench/load.py``). A full
+collection practically never runs, so nothing may rely on one: a closed connection is freed by
+reference counting, and ``oamd serve`` collects the youngest generation after each connection
+ends (``serve.server.COLLECTED_AFTER_CLOSE``); ``oamd stdio``'s one connection ends with the
+process."""
 
 
 def _tune_gc() -> None:

@@ -9,6 +9,8 @@ __all__ = [
     "MAX_CONCURRENT_GENERATIONS",
     "MAX_CONNECTIONS",
     "MAX_CONNECTION_BYTES",
+    "MAX_DECISIONS",
+    "MAX_DECISION_CONCURRENCY",
     "MAX_EMBEDDED_JSON_DEPTH",
     "MAX_ID_CHARS",
     "MAX_IN_FLIGHT_REQUESTS",
@@ -94,6 +96,17 @@ MAX_SUBSCRIPTIONS = 256
 MAX_QUEUED_OPERATIONS = 64
 """Operations (turns, resets, restores…) queued or running on one session or NPC; one more fails
 -32055 ``limit_reached`` (``data.limit``) without taking a place in line."""
+
+MAX_DECISIONS = 256
+"""Decisions one ``decision/decideMany`` takes (``requests``); more fail -32055 ``limit_reached``
+(``data.limit``) before any is parsed. A crowd is at most ``MAX_NPCS`` characters; each decision
+costs a parse, a task and a result, so an unbounded list held hundreds of MiB and the loop for
+seconds."""
+
+MAX_DECISION_CONCURRENCY = 16
+"""Most decisions of one ``decision/decideMany`` running at once: a larger ``maxConcurrency`` is
+served as this many (the reference takes any integer ≥ 1; a smaller one fails -32602). A model
+largely serialises generations, so more only queues inside it."""
 
 MAX_ID_CHARS = 128
 """Longest session/NPC/world id; longer ids fail -32602."""

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+from functools import partial
+
 import anyio
 import pytest
 from conftest import memory_daemon
 
-from oamd.app import build_registry, default_config
+from oamd.app import build_registry, default_config, serve_stream
+from oamd.client import Client
+from oamd.methods.state import BridgeState
 from oamd.rpc import Deferred, Registry, Result
+from oamd.transport import memory_stream_pair
 
 pytestmark = pytest.mark.anyio
 
@@ -127,3 +134,36 @@ async def test_every_waiter_for_in_flight_work_wakes_when_it_ends():
                 tg.start_soon(cancel_all, "second")
             assert (await client.wait(held))["error"]["data"]["code"] == "cancelled"
     assert sorted(returned) == ["first", "second"]
+
+
+async def test_a_closed_connection_is_freed_by_a_young_collection_even_when_it_is_old():
+    # a long-lived connection sits in the collector's oldest generation, which the serving
+    # process's thresholds almost never collect: once closed, nothing old may hold it in a cycle
+    # (its own bound method, the world store's change sink pointing back at it)
+    config = default_config(test_methods=True)
+    state = BridgeState(config)
+    held: list[weakref.ref] = [weakref.ref(state)]
+
+    def remember(req):
+        held.append(weakref.ref(req.conn))
+        return Result({})
+
+    registry = registry_with(x__remember=remember)
+    ours, theirs = memory_stream_pair()
+    gc.disable()  # no collection but the ones below
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(partial(serve_stream, theirs, config, registry=registry, state=state))
+            async with Client(ours) as client:
+                with anyio.fail_after(5):
+                    await client.request("x/remember")
+                    await client.request("world/create", {"world": "w", "state": {"a": 1}})
+                    await client.request("world/subscribe", {"world": "w", "path": "a"})
+                    await client.request("session/create", {"model": "scripted"})
+                    gc.collect()  # as if it had served for hours: everything is old now
+            # leaving the client closes its end: the connection answers, closes, returns
+        del state, registry, remember
+        gc.collect(0)  # what `oamd serve` runs after each connection (the youngest generation)
+        assert [ref() for ref in held] == [None, None]
+    finally:
+        gc.enable()

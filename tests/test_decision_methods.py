@@ -7,6 +7,8 @@ from typing import Any
 import anyio
 import pytest
 
+from oamd.limits import MAX_DECISION_CONCURRENCY, MAX_DECISIONS
+
 pytestmark = pytest.mark.anyio
 
 GOBLIN_OPTIONS = [
@@ -461,6 +463,71 @@ async def test_decide_many_max_concurrency_must_be_at_least_one(client):
             {"maxConcurrency": 0, "requests": [{"situation": "x", "options": ["a"]}]},
         )
     assert response["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize("value", [0, -3, 1.5, "2", True])
+async def test_decide_many_max_concurrency_must_be_an_integer_of_at_least_one(client, value):
+    with anyio.fail_after(5):
+        response = await client.call(
+            "decision/decideMany",
+            {"maxConcurrency": value, "requests": [{"situation": "x", "options": ["a"]}]},
+        )
+    assert response["error"]["code"] == -32602
+    assert "'maxConcurrency'" in response["error"]["message"]
+
+
+async def test_decide_many_takes_at_most_max_decisions_requests(client):
+    one = {"situation": "x", "options": ["a"]}
+    with anyio.fail_after(20):
+        result = await client.request("decision/decideMany", {"requests": [one] * MAX_DECISIONS})
+        response = await client.call(
+            "decision/decideMany", {"requests": [one] * (MAX_DECISIONS + 1)}
+        )
+    assert len(result["results"]) == MAX_DECISIONS
+    error = response["error"]
+    assert (error["code"], error["data"]["code"]) == (-32055, "limit_reached")
+    assert error["data"]["limit"] == MAX_DECISIONS
+    assert f"at most {MAX_DECISIONS}" in error["message"]
+
+
+async def test_too_many_decisions_are_refused_before_any_is_parsed(client):
+    # 100,000 decisions in one line used to be parsed one by one first: seconds of a blocked
+    # loop and hundreds of MiB
+    with anyio.fail_after(20):
+        response = await client.call("decision/decideMany", {"requests": [3] * 100_000})
+        assert await client.request("ping") == {}
+    assert response["error"]["data"] == {"code": "limit_reached", "limit": MAX_DECISIONS}
+
+
+async def test_a_larger_max_concurrency_runs_at_most_max_decision_concurrency_at_once(client):
+    tool = {"name": "weather", "description": "Current weather."}
+    count = MAX_DECISION_CONCURRENCY + 4
+    with anyio.fail_after(10):
+        request = await client.start(
+            "decision/decideMany",
+            {
+                "maxConcurrency": 1000,
+                "requests": [
+                    {"situation": f"S{i}", "options": ["x", "y"], "tools": [tool]}
+                    for i in range(count)
+                ],
+                "model": scripted(
+                    *[{"toolCalls": [{"name": "weather"}]}] * count,
+                    fallback=answer("x"),
+                ),
+            },
+        )
+        await client.next_message(
+            lambda m: len(client.recorder.tool_calls) >= MAX_DECISION_CONCURRENCY
+        )
+        assert await client.request("ping") == {}  # the decisions not started wait, not the loop
+        outstanding = [c["params"]["index"] for c in client.recorder.tool_calls]
+        client.tool_handler = replying({"output": "clear"})
+        for call in list(client.recorder.tool_calls):
+            await client.send({"jsonrpc": "2.0", "id": call["id"], "result": {"output": "clear"}})
+        result = (await client.wait(request))["result"]
+    assert sorted(outstanding) == list(range(MAX_DECISION_CONCURRENCY))
+    assert [r["optionID"] for r in result["results"]] == ["x"] * count
 
 
 async def test_decide_many_warns_about_unknown_keys_per_request(client):

@@ -117,6 +117,21 @@ async def test_a_token_file_others_can_read_is_refused(tmp_path):
     assert b"chmod 600" in result.stderr
 
 
+async def test_a_token_file_that_is_a_fifo_is_refused_at_once(tmp_path):
+    # opening a FIFO for reading waits for a writer: the daemon hung before it looked at the file
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo, 0o600)
+    argv = [sys.executable, "-m", "oamd", "serve", "--tcp", "127.0.0.1:0"]
+    with anyio.fail_after(20):  # start-up takes well under a second; the hang was forever
+        result = await anyio.run_process(
+            [*argv, "--token-file", str(fifo)], check=False, stdin=subprocess.DEVNULL
+        )
+    assert result.returncode == 2
+    assert result.stderr.decode().strip().splitlines() == [
+        f"oamd serve: --token-file {fifo}: not a regular file of this user."
+    ]
+
+
 async def test_a_same_uid_unix_client_needs_no_token():
     async with serve() as daemon, daemon.connect("unix", token=None) as client:
         with anyio.fail_after(5):

@@ -3,6 +3,7 @@ on SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
+import os
 import signal
 from typing import Any
 
@@ -151,3 +152,60 @@ async def test_a_client_that_never_reads_is_cut_off_while_another_stays_responsi
     p99 = latencies[int(len(latencies) * 0.99) - 1]
     print(f"ping p99 while another client does not read: {p99 * 1000:.2f} ms")
     assert p99 < 0.25
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for text in status:
+            if text.startswith("VmRSS:"):
+                return int(text.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads VmRSS from /proc")
+async def test_clients_dropped_for_not_reading_leave_no_memory_behind():
+    # each client makes the daemon queue ~48 MB of answers and reads none, so it is cut off at
+    # --max-outbox-bytes; what it left used to stay in cycles the tuned collector never
+    # collected (RSS 53 -> 512 MiB after these 40)
+    big = {"type": "scripted", "steps": [], "fallback": {"text": "y" * 3_000_000}}
+    requests = line(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "session/create",
+            "params": {"session": "f", "model": big},
+        }
+    ) + b"".join(
+        line(
+            {
+                "jsonrpc": "2.0",
+                "id": 2 + i,
+                "method": "session/respond",
+                "params": {"session": "f", "prompt": "Talk."},
+            }
+        )
+        for i in range(16)
+    )
+
+    async def drop(daemon: Daemon, observer: Any, clients: int) -> None:
+        dropped = logged_events(daemon).count("peer_not_reading") + clients
+        silent = [await daemon.raw() for _ in range(clients)]
+        for stream in silent:
+            await stream.send(requests)
+        while logged_events(daemon).count("peer_not_reading") < dropped:
+            await observer.request("ping")  # a round trip while the daemon cuts them off
+        await settle(observer, 1)
+        for stream in silent:
+            await stream.aclose()
+
+    async with serve("--max-outbox-bytes", str(16 << 20)) as daemon, daemon.connect() as observer:
+        with anyio.fail_after(120):
+            await drop(daemon, observer, 2)  # warm up lazily loaded modules and the allocator
+            baseline = rss_mib(daemon.pid)
+            for _ in range(4):
+                await drop(daemon, observer, 10)
+            await observer.request("ping")
+            after = rss_mib(daemon.pid)
+    assert logged_events(daemon).count("peer_not_reading") == 42
+    print(f"RSS after 40 dropped clients: {baseline:.0f} -> {after:.0f} MiB")
+    assert after < baseline + 64

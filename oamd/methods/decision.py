@@ -11,8 +11,9 @@ from oamd.agent.params import Params
 from oamd.agent.run import run_turn
 from oamd.agent.session import parse_sampling
 from oamd.agent.tools import parse_tool_choice, parse_tools
-from oamd.errors import InvalidParams, ModelError
+from oamd.errors import InvalidParams, LimitReached, ModelError
 from oamd.game.decision import DecisionRequest, actor_persona, parse_options
+from oamd.limits import MAX_DECISION_CONCURRENCY, MAX_DECISIONS
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_record, encode_usage
 from oamd.methods.state import BridgeState
@@ -139,7 +140,15 @@ def decide_many(req: Request) -> Deferred:
         raise InvalidParams("'requests' must be a non-empty array of decisions.")
     if not raw:
         raise InvalidParams("'requests' must be a non-empty array of decisions.")
+    if len(raw) > MAX_DECISIONS:  # before any is parsed: each costs a parse, a driver, a result
+        raise LimitReached(
+            "decisions",
+            MAX_DECISIONS,
+            f"'requests' has {len(raw)} decisions; decision/decideMany takes at most "
+            f"{MAX_DECISIONS}. Send the rest in another call.",
+        )
     limit = p.opt_int("maxConcurrency", DEFAULT_MAX_CONCURRENCY, minimum=1)
+    workers = min(limit or DEFAULT_MAX_CONCURRENCY, MAX_DECISION_CONCURRENCY, len(raw))
     model, _ = state.config.models.resolve(p.get("model"))  # one model (one script) for all
     parsed = []
     for i, item in enumerate(raw):
@@ -160,19 +169,19 @@ def decide_many(req: Request) -> Deferred:
 
     async def work() -> dict[str, Any]:
         results: list[Any] = [None] * len(parsed)
-        limiter = anyio.CapacityLimiter(limit or DEFAULT_MAX_CONCURRENCY)
+        indices = iter(range(len(parsed)))
 
-        async def one(i: int) -> None:
-            request, model, driver, item_warnings = parsed[i]
-            async with limiter:
+        async def worker() -> None:  # a few workers take the decisions in order: no task waits
+            for i in indices:
+                request, model, driver, item_warnings = parsed[i]
                 try:
                     results[i] = await _decide(request, model, driver, item_warnings)
                 except Exception as exc:  # one failed decision must not affect the others
                     results[i] = {"error": to_wire_error(exc)}
 
         async with anyio.create_task_group() as tg:
-            for i in range(len(parsed)):
-                tg.start_soon(one, i)
+            for _ in range(workers):
+                tg.start_soon(worker)
         out: dict[str, Any] = {"results": results}
         if warnings:
             out["warnings"] = warnings

@@ -26,7 +26,9 @@ def world_store(req: Request) -> WorldStore:
         conn = req.conn
 
         def notify(world_id: str, changes: list[Change]) -> None:
-            for sub, change in store.deliveries(world_id, changes):
+            # the store through the connection, not captured: a store holding a sink that holds
+            # the store is a cycle, which would keep the connection alive after it closed
+            for sub, change in conn.state.worlds.deliveries(world_id, changes):
                 conn.send_notification("world/changed", encode_change(sub, change))
 
         store.on_change = notify

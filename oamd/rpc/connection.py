@@ -193,6 +193,7 @@ class Connection:
                         await self._in_flight_changed.wait()
             await self._close()
             tg.cancel_scope.cancel()
+        self._release()
 
     async def _read_loop(self) -> None:
         receive = self._stream.receive
@@ -457,6 +458,19 @@ class Connection:
     def has_partial_line(self) -> bool:
         """Part of a line has been read and waits for the rest (or is being skipped)."""
         return self._framer.pending > 0 or self._framer.discarding
+
+    def _release(self) -> None:
+        """Lets go of what a closed connection held, so that it and everything the client made
+        are freed by reference counting the moment the last outside reference goes: a cycle
+        through it (its own bound method below; the application's state pointing back at the
+        connection, as a world's change sink does) would wait for a full collection, which the
+        tuned collector of a serving process almost never runs (``cli.GC_THRESHOLDS``)."""
+        self._on_line = _ignore_line  # was a bound method of self
+        self._on_close = None
+        self._gate = None
+        self._outgoing.clear()
+        self._held_replies = None
+        self.state = None
 
     async def _close(self) -> None:
         self.lifecycle = Lifecycle.CLOSED

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import gc
 import itertools
 import os
 import signal
@@ -88,6 +89,18 @@ LINGER_BYTES = 1 << 20
 EVICTION_GRACE_SECONDS = 0.25
 """A connection still to authenticate is not dropped for a newer one in its first moments, while
 its ``initialize`` may be on its way, unless every waiting one is as new."""
+
+COLLECTED_AFTER_CLOSE = 0
+"""The generation collected after each connection ends (the youngest: milliseconds at most). A
+closed connection's objects are freed by reference counting (``Connection`` lets go of them as it
+closes), but every task cancelled at its end (its writer, a turn's tool calls) leaves its
+exception in a cycle with anyio's task-done frame, and the traceback holds the task's frames and
+their locals: a writer's batch of unsent output, up to ``--max-outbox-bytes``. Those cycles are
+new, so the youngest generation holds them; the serving process's thresholds
+(``cli.GC_THRESHOLDS``) count container objects, which a few cycles holding megabytes of bytes
+never trip. Measured with 15 loaded clients (260,000 objects): after a close 0.03 ms median, 24 ms
+at most (the first after a burst), ping latency of another client unchanged while connections
+churned; a full collection of that heap took 310–380 ms, the stall the thresholds avoid."""
 
 
 @dataclass
@@ -262,6 +275,8 @@ class Server:
             await self._serve_client(stream, kind)
         except Exception:
             log.exception("connection_failed")
+        # the connection and everything it made are unreachable now; cycles its end left are new
+        gc.collect(COLLECTED_AFTER_CLOSE)
 
     async def _serve_client(self, stream: ByteStream, kind: str) -> None:
         async with stream:

@@ -259,7 +259,9 @@ class PrivateFiles:
                 others, or empty.
         """
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, before
+            # the fstat below could refuse it; a regular file reads the same either way
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
         except FileNotFoundError:
             token = secrets.token_urlsafe(TOKEN_BYTES)
             self._write_new(path, token + "\n")
