@@ -139,10 +139,11 @@ async def test_every_waiter_for_in_flight_work_wakes_when_it_ends():
 async def test_a_closed_connection_is_freed_by_a_young_collection_even_when_it_is_old():
     # a long-lived connection sits in the collector's oldest generation, which the serving
     # process's thresholds almost never collect: once closed, nothing old may hold it in a cycle
-    # (its own bound method, the world store's change sink pointing back at it)
+    # (its own bound method, the world store's change sink pointing back at it, the budget's room
+    # check that its store and every world hold, a world's observer pointing at its store)
     config = default_config(test_methods=True)
     state = BridgeState(config)
-    held: list[weakref.ref] = [weakref.ref(state)]
+    held: list[weakref.ref] = [weakref.ref(state), weakref.ref(state.worlds)]
 
     def remember(req):
         held.append(weakref.ref(req.conn))
@@ -160,10 +161,16 @@ async def test_a_closed_connection_is_freed_by_a_young_collection_even_when_it_i
                     await client.request("world/create", {"world": "w", "state": {"a": 1}})
                     await client.request("world/subscribe", {"world": "w", "path": "a"})
                     await client.request("session/create", {"model": "scripted"})
+                    # an NPC holding the world: the world holds the budget's room check
+                    await client.request(
+                        "npc/create",
+                        {"npc": "n", "persona": {"name": "N"}, "world": "w", "model": "scripted"},
+                    )
+                    held.append(weakref.ref(state.worlds.get("w")))
                     gc.collect()  # as if it had served for hours: everything is old now
             # leaving the client closes its end: the connection answers, closes, returns
         del state, registry, remember
         gc.collect(0)  # what `oamd serve` runs after each connection (the youngest generation)
-        assert [ref() for ref in held] == [None, None]
+        assert [ref() for ref in held] == [None, None, None, None]
     finally:
         gc.enable()

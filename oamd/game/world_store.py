@@ -10,6 +10,7 @@ synchronously, so they precede the response of the request that caused them.
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -114,7 +115,7 @@ class WorldStore(ObjectStore[WorldState]):
         """
         check_object_id(world.id, "world")
         super().add(world)
-        world.observer = lambda changes, world_id=world.id: self._changed(world_id, changes)
+        world.observer = _observer(weakref.ref(self), world.id)
         world.room = self.room  # kept after world/delete: NPCs holding it still count it
         return world
 
@@ -216,3 +217,15 @@ def write_world_tool(
     except WorldNotFound:
         return ToolOutput.error(f"The world '{world_id}' no longer exists.")
     return write_world_state(state, path, value, writable)
+
+
+def _observer(store: weakref.ref[WorldStore], world_id: str) -> Callable[[list[Change]], None]:
+    """A world's change observer that reaches its store without holding it: a world that holds
+    its store holding the world is a cycle, which keeps a dropped client's worlds in memory."""
+
+    def observe(changes: list[Change]) -> None:
+        owner = store()
+        if owner is not None:
+            owner._changed(world_id, changes)
+
+    return observe

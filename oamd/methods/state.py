@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -70,7 +71,14 @@ class BridgeState:
             from oamd.game.world_store import WorldStore
             from oamd.methods.budget import check_room
 
-            self._worlds = WorldStore(room=lambda adding: check_room(self, adding))
+            me = weakref.ref(self)  # the store (and every world) holds this: not a cycle
+
+            def room(adding: int) -> None:
+                state = me()
+                if state is not None:
+                    check_room(state, adding)
+
+            self._worlds = WorldStore(room=room)
         return self._worlds
 
     def held_bytes(self) -> int:
