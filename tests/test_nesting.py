@@ -10,7 +10,10 @@ import anyio
 import orjson
 import pytest
 from conftest import OAMD, memory_daemon
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from oamd.jsonvalue import nests_deeper_than
 from oamd.limits import MAX_JSON_DEPTH
 
 pytestmark = pytest.mark.anyio
@@ -89,3 +92,50 @@ async def test_a_deep_tool_call_reply_is_refused_and_the_turn_goes_on_waiting():
             await client.send_raw(orjson.dumps(good) + b"\n")
             result = (await client.wait(turn))["result"]
     assert result["toolCalls"][0]["output"] == "a jar"
+
+
+def _walked(data: bytes, limit: int) -> bool:
+    """The nesting rule by its definition: every bracket outside strings, one at a time."""
+    import re
+
+    depth = 0
+    text = re.sub(rb'"(?:[^"\\]|\\.)*"', b'""', data)
+    for bracket in re.findall(rb"[\[\]{}]", text):
+        depth += 1 if bracket in (b"[", b"{") else -1
+        if depth > limit:
+            return True
+    return False
+
+
+@given(st.binary(max_size=300).map(lambda b: bytes(b'[]{}"x\\'[c % 7] for c in b)))
+@settings(max_examples=300, deadline=None)
+def test_the_quick_nesting_check_agrees_with_walking_every_bracket(data: bytes):
+    for limit in (1, 2, 3, 5, 128):
+        assert nests_deeper_than(data, limit) == _walked(data, limit)
+
+
+async def test_a_line_of_a_megabyte_or_more_is_checked_and_decoded_off_the_event_loop(monkeypatch):
+    # a 14 MiB line of brackets took the event loop 1.2 s to check: every other client waited
+    import threading
+
+    import oamd.rpc.connection as connection
+
+    seen: list[str] = []
+    check = connection.check_nesting
+
+    def watched(line: bytes) -> None:
+        seen.append(threading.current_thread().name)
+        check(line)
+
+    monkeypatch.setattr(connection, "check_nesting", watched)
+    flat = "[" + "[]," * (connection.DECODE_IN_THREAD_BYTES // 3) + "[]]"
+    async with memory_daemon() as client:
+        with anyio.fail_after(20):
+            await client.request("ping", {"v": json_value(flat)})
+            await client.request("ping")
+    assert seen[0] != threading.main_thread().name  # the long line, in a worker thread
+    assert seen[1] == threading.main_thread().name  # a short one stays on the loop
+
+
+def json_value(text: str) -> object:
+    return orjson.loads(text)

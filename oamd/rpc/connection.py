@@ -72,6 +72,10 @@ log = get_logger("oamd.rpc")
 _loads = orjson.loads
 _MAX_ID = MAX_SAFE_INTEGER
 _NOT_DECODED = object()
+_BLANK = object()
+
+DECODE_IN_THREAD_BYTES = 1 << 20
+"""Lines at least this long are checked and decoded in a worker thread (``_decode_large``)."""
 
 EOF_DRAIN_SECONDS = 600.0
 """After end of input, how long received requests may take to finish before they are cancelled."""
@@ -212,10 +216,12 @@ class Connection:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return
             for line in feed(chunk):
-                if type(line) is bytes:
-                    self._on_line(line)
-                else:
+                if type(line) is not bytes:
                     self._reject_oversized(line)
+                elif len(line) >= DECODE_IN_THREAD_BYTES and self._on_line == self._dispatch_line:
+                    await self._dispatch_large_line(line)
+                else:
+                    self._on_line(line)
             if self._gate is not None and self._framer.discarding:
                 self._gated_line(None)  # refused now, not after megabytes more of a first line
             outbox.write_now()  # a chunk's few answers leave before the work other tasks queued
@@ -246,6 +252,19 @@ class Connection:
             if not line or line.isspace():
                 return  # blank lines are ignored
             obj = _NOT_DECODED
+        self._dispatch_object(line, obj)
+
+    async def _dispatch_large_line(self, line: bytes) -> None:
+        """A line of ``DECODE_IN_THREAD_BYTES`` or more is checked and decoded in a worker thread
+        (the reader waits, so this connection's order holds): scanning megabytes of brackets on
+        the event loop held every other client for up to a second."""
+        decoded = await anyio.to_thread.run_sync(_decode_large, line)
+        if isinstance(decoded, InvalidMessage | ParseError):
+            self._send_error(None, to_wire_error(decoded))
+        elif decoded is not _BLANK:
+            self._dispatch_object(line, decoded)
+
+    def _dispatch_object(self, line: bytes, obj: Any) -> None:
         if type(obj) is dict:  # fast path: a well-formed request or notification
             method = obj.get("method")
             msg_id = obj.get("id")
@@ -485,6 +504,24 @@ class Connection:
             self._release_held_replies()  # shutdown's own response, if any, is queued by now
             with anyio.move_on_after(WRITE_GRACE_SECONDS):
                 await self.outbox.flush()
+
+
+def _decode_large(line: bytes) -> Any:
+    """A long line's value, decoded off the event loop (a worker thread): the value itself (by
+    the daemon's JSON rules when orjson refuses it), ``_BLANK``, or the error to answer."""
+    try:
+        check_nesting(line)
+    except InvalidMessage as exc:
+        return exc
+    try:
+        return _loads(line)
+    except JSONDecodeError:
+        if line.isspace():
+            return _BLANK
+    try:
+        return decode_line(line)
+    except ParseError as exc:
+        return exc
 
 
 def _ignore_line(line: bytes) -> None:
