@@ -11,6 +11,7 @@ __all__ = [
     "MAX_CONNECTION_BYTES",
     "MAX_DECISIONS",
     "MAX_DECISION_CONCURRENCY",
+    "MAX_DECISION_OPTIONS",
     "MAX_EMBEDDED_JSON_DEPTH",
     "MAX_ID_CHARS",
     "MAX_IN_FLIGHT_REQUESTS",
@@ -96,6 +97,10 @@ MAX_SUBSCRIPTIONS = 256
 MAX_QUEUED_OPERATIONS = 64
 """Operations (turns, resets, restores…) queued or running on one session or NPC; one more fails
 -32055 ``limit_reached`` (``data.limit``) without taking a place in line."""
+
+MAX_DECISION_OPTIONS = 64
+"""Options of one decision; more fail -32055 ``limit_reached`` (``data.limit``) before any is
+read. Every option goes into the decision's prompt and its answer's enum, as a tool does."""
 
 MAX_DECISIONS = 256
 """Decisions one ``decision/decideMany`` takes (``requests``); more fail -32055 ``limit_reached``

@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 import pytest
 
-from oamd.limits import MAX_DECISION_CONCURRENCY, MAX_DECISIONS
+from oamd.limits import MAX_DECISION_CONCURRENCY, MAX_DECISION_OPTIONS, MAX_DECISIONS
 
 pytestmark = pytest.mark.anyio
 
@@ -614,3 +614,31 @@ async def test_engine_settings_are_validated(client, params, message):
         error = await decide_error(client, situation="x", options=["a", "b"], **params)
     assert error["code"] == -32602
     assert message in error["message"]
+
+
+async def test_a_decision_takes_at_most_max_decision_options_options(client):
+    options = [{"id": f"o{i}"} for i in range(MAX_DECISION_OPTIONS + 1)]
+    with anyio.fail_after(5):
+        error = await decide_error(
+            client, situation="x", options=options, model={"type": "scripted"}
+        )
+        assert error["code"] == -32055 and error["data"]["limit"] == MAX_DECISION_OPTIONS
+        assert "'options'" in error["message"]
+        many = await client.call(
+            "decision/decideMany",
+            {
+                "requests": [{"situation": "x", "options": options}],
+                "model": {"type": "scripted"},
+            },
+        )
+        assert many["error"]["code"] == -32055
+        assert "'requests[0].options'" in many["error"]["message"]
+        # the limit itself is fine
+        await client.request(
+            "decision/decide",
+            {
+                "situation": "x",
+                "options": options[:MAX_DECISION_OPTIONS],
+                "model": {"type": "scripted", "steps": [{"json": {"choice": "o3"}}]},
+            },
+        )

@@ -16,10 +16,11 @@ from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.tools import ToolChoice, ToolDefinition
 from oamd.agent.turn import TurnSpec, one_off_turn
 from oamd.backends.base import LanguageModel, Sampling
-from oamd.errors import InvalidParams, ModelError
+from oamd.errors import InvalidParams, LimitReached, ModelError
 from oamd.game.npc import NpcStore
 from oamd.game.npc_prompt import render_value, sentence, text_list
 from oamd.game.persona import Persona, parse_persona
+from oamd.limits import MAX_DECISION_OPTIONS
 
 __all__ = [
     "DecisionOption",
@@ -62,13 +63,20 @@ def parse_options(value: Any, path: str = "options") -> list[DecisionOption]:
     """``[{"id", "description"?}]`` or plain id strings; ids trimmed, non-empty and unique.
 
     Raises:
-        InvalidParams: with the reference's wording.
+        InvalidParams: with the reference's wording. LimitReached: more than
+            ``MAX_DECISION_OPTIONS`` options.
     """
     if value is None:
         raise InvalidParams(f"Missing required parameter '{path}'.")
     if not isinstance(value, list) or not value:
         raise InvalidParams(
             f'\'{path}\' must be a non-empty array of {{"id", "description"}} objects.'
+        )
+    if len(value) > MAX_DECISION_OPTIONS:
+        raise LimitReached(
+            "options",
+            MAX_DECISION_OPTIONS,
+            f"'{path}' has {len(value)} options; a decision takes at most {MAX_DECISION_OPTIONS}.",
         )
     options: list[DecisionOption] = []
     seen: set[str] = set()
