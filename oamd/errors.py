@@ -19,6 +19,7 @@ offending parameter, and optional ``data`` members (``session``, ``limit``, ``pa
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 __all__ = [
@@ -124,6 +125,8 @@ class ModelError(OamdError):
     """A model or agent failure with one of ``MODEL_ERROR_NAMES`` as its name.
 
     ``retry_after`` (seconds) travels as ``data.retryAfterSeconds`` and ``data.retryAfter`` (ISO 8601).
+    Whatever a backend passes, it is kept within 0 … ``MAX_RETRY_AFTER_SECONDS`` (infinity is the
+    most, NaN none): an error built from a server's ``Retry-After: inf`` must still encode.
     """
 
     def __init__(
@@ -132,6 +135,12 @@ class ModelError(OamdError):
         if name not in MODEL_ERROR_NAMES:
             raise ValueError(f"not a model error name: {name}")
         self.name = name
+        if retry_after is not None:
+            retry_after = (
+                None
+                if math.isnan(retry_after)
+                else min(max(retry_after, 0.0), MAX_RETRY_AFTER_SECONDS)
+            )
         data: dict[str, Any] = {}
         if retry_after is not None:
             data["retryAfterSeconds"] = retry_after
@@ -156,6 +165,10 @@ _DEFAULT_MODEL_MESSAGES = {
     "invalid_request": "The model rejected the input.",
     "generation_failed": "The model failed to generate a response.",
 }
+
+
+MAX_RETRY_AFTER_SECONDS = 86_400.0
+"""The longest wait a model error asks for: a day, the protocol's longest timeout."""
 
 
 def _iso_duration(seconds: float) -> str:
