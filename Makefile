@@ -93,14 +93,16 @@ bench-cache: $(STAMP)
 
 # Opt-in: the protocol fuzzer, seeded (printed; SEED=n replays a run): 100,000 lines over stdio
 # and 20,000 over a Unix socket, checked by the oracle of tests/fuzz_oracle.py (a few minutes).
+# FAULT_SERVER=1: "system" is a misbehaving OpenAI-compatible server, a quarter of the models.
 fuzz: $(STAMP)
-	$(PY) tests/fuzz_run.py $(if $(SEED),--seed $(SEED))
+	$(PY) tests/fuzz_run.py $(if $(SEED),--seed $(SEED)) $(if $(FAULT_SERVER),--fault-server)
 
 # Opt-in: 32 clients of random traffic against one oamd serve for DURATION seconds (default 600),
-# with slow readers, slow-loris writers, pre-auth hogs and disconnects mid-turn.
+# with slow readers, flooders, hoarders, slow-loris writers, pre-auth hogs and disconnects
+# mid-turn; FAULT_SERVER=1 as for fuzz.
 DURATION ?= 600
 soak: $(STAMP)
-	$(PY) tests/soak_run.py --duration $(DURATION) $(if $(SEED),--seed $(SEED))
+	$(PY) tests/soak_run.py --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(if $(FAULT_SERVER),--fault-server)
 
 # Live evals (not CI): the tool-choice scenarios of the sibling project against MODEL
 # (default: the embedded SmolLM2); RUNS repeats them. Prints a table; JSON with EVAL_JSON=path.

@@ -12,6 +12,11 @@ notification; every error a row of the error table and never -32603 ``internal_e
 
 After ``shutdown`` (the peer marks such lines ``trailing``) a request is answered at most once,
 with -32023. ``contract=True`` also validates each message against ``protocol/bridge.json``.
+
+An ``Expectation`` adds a documented limit to what some answers must be (``expect``): refused
+with one of some codes (a ``world/set`` past ``MAX_WORLD_BYTES`` gets -32055), or, for requests
+that each add to what a connection holds, accepted no further than ``--max-connection-bytes``
+allows (past it they fail -32055). Judged once every request it names is answered.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ __all__ = [
     "NONE",
     "NULL",
     "SAFE_ID",
+    "Expectation",
     "Oracle",
     "Violation",
     "expectation",
@@ -108,6 +114,20 @@ def expectation(line: bytes) -> tuple[str, Any]:
     return answer
 
 
+@dataclass(frozen=True)
+class Expectation:
+    """What the answers to ``ids`` (distinct ids, each sent once) must be, besides arriving:
+    with ``codes``, each an error with one of them; with ``most``, the requests answered with a
+    result carried at most ``most`` bytes in all (``sizes``, one per id). ``detail`` names the
+    rule in a violation."""
+
+    detail: str
+    ids: tuple[Any, ...]
+    codes: frozenset[int] = frozenset()
+    sizes: tuple[int, ...] = ()
+    most: int = 0
+
+
 @dataclass
 class Violation:
     kind: str
@@ -142,6 +162,9 @@ class Oracle:
         self.received_lines = 0
         self.answered = 0
         self.recent: deque[bytes] = deque(maxlen=8)
+        self.expectations: list[Expectation] = []
+        self.watched: set[Any] = set()
+        self.outcomes: dict[Any, tuple[int | None, bytes, bytes]] = {}  # (code, sent, answer)
         self._validate = _contract_validators() if contract else None
 
     # ---- bookkeeping ------------------------------------------------------------------------
@@ -153,6 +176,10 @@ class Oracle:
         violation.count += 1
         if len(violation.examples) < _EXAMPLES:
             violation.examples.append(" | ".join(_shown(e) for e in examples))
+
+    def expect(self, expectation: Expectation) -> None:
+        self.expectations.append(expectation)
+        self.watched.update(_key(key) for key in expectation.ids)
 
     @property
     def outstanding(self) -> int:
@@ -253,6 +280,9 @@ class Oracle:
         self.owed[key] -= 1
         self.answered += 1
         sent = self.lines.get(key, b"")
+        if key in self.watched:
+            error = msg.get("error")
+            self.outcomes[key] = (error.get("code") if type(error) is dict else None, sent, line)
         if key in self.trailing:
             code = msg.get("error", {}).get("code") if type(msg.get("error")) is dict else None
             if code != -32023:
@@ -297,7 +327,24 @@ class Oracle:
         for line in self.null_owed:
             self.flag("unanswered", "a line owed an id-null error got none", line)
         self.null_owed.clear()
+        for expectation in self.expectations:
+            self._judge(expectation)
+        self.expectations.clear()
         return list(self.violations.values())
+
+    def _judge(self, e: Expectation) -> None:
+        keys = [_key(key) for key in e.ids]
+        if not all(key in self.outcomes for key in keys):
+            return  # not all answered: flagged as unanswered, or excused (an abrupt end)
+        outcomes = [self.outcomes[key] for key in keys]
+        for code, sent, line in outcomes if e.codes else ():
+            if code not in e.codes:
+                self.flag("expect", e.detail, sent, line)
+        if e.most:
+            taken = sum(s for (code, *_), s in zip(outcomes, e.sizes, strict=True) if code is None)
+            if taken > e.most:
+                refused = sorted({code for code, *_ in outcomes if code is not None})
+                self.flag("budget", e.detail, f"{taken} bytes accepted; errors: {refused}")
 
 
 def _method_of(line: bytes) -> str:
@@ -325,8 +372,15 @@ def stderr_problems(text: str) -> list[tuple[str, str]]:
     ``(signature, line)``: the signature names the exception and the innermost frame, so one
     cause shows once however often it struck."""
     problems = []
-    for line in text.splitlines():
-        if "Traceback" in line or '"level":"error"' in line or '"level":"critical"' in line:
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("Traceback"):  # printed, not logged: the process died of it
+            rest = lines[i + 1 : i + 200]
+            last = next((r for r in rest if r and not r[0].isspace()), "?")
+            frames = _FRAME.findall("\n".join(rest[: rest.index(last)] if last in rest else rest))
+            where = f" at {frames[-1][0]}:{frames[-1][1]} in {frames[-1][2]}" if frames else ""
+            problems.append((f"uncaught: {last[:160]}{where}", "\n".join(lines[i : i + 40])[:3000]))
+        elif "Traceback" in line or '"level":"error"' in line or '"level":"critical"' in line:
             problems.append((_signature(line), line[:3000]))
     return problems
 

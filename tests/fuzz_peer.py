@@ -8,7 +8,8 @@ A call left waiting (``never``, or a reply too deep to read) is answered late ("
 connection stalls, so a turn waiting without a timeout cannot hold an episode forever.
 
 Also here: the daemons under test (``stdio_daemon``, ``serve_daemon``), started with the scripted
-backend and ``--test-methods``, their stderr in a file for ``stderr_problems``.
+backend and ``--test-methods``, their stderr in a file for ``stderr_problems``; and
+``fault_model``, a misbehaving OpenAI-compatible server to start them with as ``--model``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,17 @@ from fuzz_oracle import NONE, Oracle, expectation
 from fuzz_traffic import Plan, ToolReply
 from fuzz_values import encode
 
-__all__ = ["Daemon", "Peer", "connect", "rss_kib", "serve_daemon", "stdio_daemon"]
+__all__ = [
+    "KILL_RSS_MIB",
+    "Daemon",
+    "Peer",
+    "connect",
+    "fault_model",
+    "rss_kib",
+    "serve_daemon",
+    "stdio_daemon",
+    "wait_until_reading",
+]
 
 OAMD = [sys.executable, "-m", "oamd"]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,6 +52,9 @@ READ_SIZE = 1 << 16
 MAX_BUFFERED = 1 << 18
 """Bytes written ahead of the daemon's reading at most (on top of the request window)."""
 RSS_EVERY = 0.25
+KILL_RSS_MIB = 1024.0
+"""The daemon's RSS at which a peer kills it (SIGKILL) and flags it: a runaway must cost the
+run, not the machine (a flood's events once took a daemon to 23 GB in seconds)."""
 STALL_SECONDS = 0.5
 """With the window full, or draining, this long without a line from the daemon rescues calls."""
 
@@ -104,20 +118,41 @@ def _stop(process: subprocess.Popen[bytes], timeout: float) -> None:
             process.wait()
 
 
+def _pipe(nonblocking_end: int | None) -> tuple[int, int]:
+    """A pipe ``(read, write)``; the end at index ``nonblocking_end`` is non-blocking (an open
+    file description of its own, so the other end keeps its mode)."""
+    ends = os.pipe()
+    if nonblocking_end is not None:
+        os.set_blocking(ends[nonblocking_end], False)
+    return ends
+
+
 @contextlib.contextmanager
-def stdio_daemon(*args: str) -> Iterator[Daemon]:
-    """``oamd stdio --test-methods`` on pipes; stdin/stdout are the peer's to use."""
+def stdio_daemon(
+    *args: str, stdin_nonblocking: bool = False, stdout_nonblocking: bool = False
+) -> Iterator[Daemon]:
+    """``oamd stdio --test-methods`` on pipes; stdin/stdout are the peer's to use. With
+    ``stdin_nonblocking``/``stdout_nonblocking`` the daemon's end of that pipe is non-blocking
+    (as some engines hand them over)."""
     with _private_dir() as directory:
         stderr_path = os.path.join(directory, "stderr")
+        in_read, in_write = _pipe(0 if stdin_nonblocking else None)
+        out_read, out_write = _pipe(1 if stdout_nonblocking else None)
         with open(stderr_path, "wb") as stderr:
-            process = subprocess.Popen(
-                [*OAMD, "stdio", "--test-methods", "--tool-timeout", TOOL_TIMEOUT, *args],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                cwd=REPO,
-                env=_environment(),
-            )
+            try:
+                process = subprocess.Popen(
+                    [*OAMD, "stdio", "--test-methods", "--tool-timeout", TOOL_TIMEOUT, *args],
+                    stdin=in_read,
+                    stdout=out_write,
+                    stderr=stderr,
+                    cwd=REPO,
+                    env=_environment(),
+                )
+            finally:
+                os.close(in_read)
+                os.close(out_write)
+        process.stdin = open(in_write, "wb", buffering=0)  # noqa: SIM115 (closed below)
+        process.stdout = open(out_read, "rb", buffering=0)  # noqa: SIM115
         try:
             yield Daemon(process, stderr_path, directory)
         finally:
@@ -163,6 +198,39 @@ def serve_daemon(
             _stop(process, 10)
 
 
+_WAITING = ("pipe_read", "poll", "select", "epoll")
+"""What a process's ``wchan`` shows while it waits for input (``anon_pipe_read``,
+``do_epoll_wait``, ``do_select``…)."""
+
+
+def wait_until_reading(pid: int, timeout: float = 10) -> None:
+    """Returns once ``pid`` waits for input (or is gone, or ``timeout`` passed): an engine's
+    first line that comes only after the daemon started to wait for it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/wchan", encoding="ascii") as file:
+                wchan = file.read()
+            with open(f"/proc/{pid}/stat", encoding="ascii") as file:
+                state = file.read().rpartition(")")[2].split()[0]
+        except OSError:
+            return
+        if state in "ZX" or (state == "S" and any(w in wchan for w in _WAITING)):
+            return
+        time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def fault_model(seed: int, *, slow: bool = False) -> Iterator[list[str]]:
+    """A ``MixedFaultServer`` (``tests/backends/fault_server.py``) serving from a thread: yields
+    the daemon flags that put it behind ``model: "system"``, with a short read ``timeout`` and
+    step ``deadline`` so its stalls (``slow``) fail a turn in seconds."""
+    from backends.fault_server import MixedFaultServer, serving_in_thread
+
+    with serving_in_thread(MixedFaultServer(seed, slow=slow)) as url:
+        yield ["--model", f"openai:{url}#smol?timeout=1&deadline=4"]
+
+
 def connect(daemon: Daemon, transport: str = "unix") -> socket.socket:
     """A socket to the daemon's Unix endpoint, or to its TCP one (``transport="tcp"``)."""
     if transport == "tcp":
@@ -187,8 +255,10 @@ class Peer:
         window: int = 64,
         on_rss: Callable[[float, int], None] | None = None,
         trace: BinaryIO | None = None,
+        kill_rss_mib: float = KILL_RSS_MIB,
     ) -> None:
         self.oracle = oracle
+        self.kill_rss_kib = kill_rss_mib * 1024
         self.write_fd = write_fd
         self.read_fd = read_fd
         self.pid = pid
@@ -213,15 +283,17 @@ class Peer:
 
     # ---- sending --------------------------------------------------------------------------------
 
-    def send(self, line: bytes, *, trailing: bool = False) -> None:
-        """Queues ``line`` (and any late reply now due); dropped once our side is closed."""
+    def send(self, line: bytes, *, trailing: bool = False, newline: bool = True) -> None:
+        """Queues ``line`` (and any late reply now due); dropped once our side is closed.
+        ``newline=False``: the last line before end of input, left unterminated."""
         if self.broken:
             return
         self.oracle.sent(line, trailing=trailing)
         if self.trace is not None:
             self.trace.write(b"> " + line + b"\n")
         self.out += line
-        self.out += b"\n"
+        if newline:
+            self.out += b"\n"
         if self.late:
             due = [lines for after, lines in self.late if after <= self.oracle.sent_lines]
             if due:
@@ -286,6 +358,11 @@ class Peer:
             self.peak_rss = max(self.peak_rss, rss)
             if self.on_rss is not None:
                 self.on_rss(now, rss)
+            if rss > self.kill_rss_kib:
+                with contextlib.suppress(OSError):
+                    os.kill(self.pid, signal.SIGKILL)
+                limit = self.kill_rss_kib / 1024
+                self.oracle.flag("rss", f"the daemon passed {limit:.0f} MiB: killed", f"{rss} KiB")
 
     def _read(self) -> None:
         try:

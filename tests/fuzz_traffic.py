@@ -12,6 +12,11 @@ integers, ``1e400``, nesting near and past the limit); notifications; unknown me
 defects; ids of every type; stray responses; batches; junk bytes. ``shutdown`` is left to the peer,
 which sends it only where an episode ends. The answers to ``tool/call``: a result, an error, a
 wrong id, twice, never, late (after more lines), junk, or too deep to be read.
+
+Rarely (``heavy_rate`` per line) a plan splices in one of ``fuzz_heavy``'s large sequences, with
+the expectations they carry. A plan also draws how ``oamd stdio`` meets it: stdin and stdout as
+non-blocking pipes, the first line sent only once the daemon waits for it, and a last line
+without its newline before end of input.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from fuzz_heavy import Heavy
+from fuzz_oracle import Expectation
 from fuzz_values import (
     METHODS,
     NASTY_NUMBERS,
@@ -76,39 +83,100 @@ not at all); ``abrupt`` closes without waiting for anything; ``shutdown_notifica
 ``shutdown`` sent as a notification."""
 
 
+HEAVY_RATE = 1 / 600
+"""Chance that a line of a plan is a ``fuzz_heavy`` splice instead (``make fuzz``: a few dozen
+in a run; the soak and the CI run choose their own)."""
+
+
 @dataclass
 class Plan:
     """What a peer plays: ``lines`` in order, the answer for the n-th ``tool/call`` (cycling),
-    how the episode ends, and the requests sent after a ``shutdown``."""
+    how the episode ends, and the requests sent after a ``shutdown``; ``expectations`` for the
+    oracle. Over stdio only: ``stdin_nonblocking``/``stdout_nonblocking`` (the pipes the daemon
+    is given), ``late_start`` (the first line waits until the daemon waits for it) and
+    ``last_line`` (sent without a newline right before end of input; answered like any)."""
 
     lines: list[bytes] = field(default_factory=list)
     replies: list[ToolReply] = field(default_factory=list)
     end: str = "close"
     trailing: list[bytes] = field(default_factory=list)
+    expectations: list[Expectation] = field(default_factory=list)
+    stdin_nonblocking: bool = False
+    stdout_nonblocking: bool = False
+    late_start: bool = False
+    last_line: bytes | None = None
 
 
 class Traffic(Values):
     """Draws lines from ``rng``. ``id_prefix`` keeps string ids apart between plans on one
-    connection; integer ids count up from ``first_id``."""
+    connection; integer ids count up from ``first_id``. ``heavy_rate``: the chance of a
+    ``fuzz_heavy`` splice per line; ``budget``: the daemon's ``--max-connection-bytes`` (what
+    hoarding splices pass; none without it); ``system``: the share of models that are
+    ``system``, when a model server stands behind it."""
 
-    def __init__(self, rng: random.Random, *, id_prefix: str = "", first_id: int = 1) -> None:
-        super().__init__(rng)
+    def __init__(
+        self,
+        rng: random.Random,
+        *,
+        id_prefix: str = "",
+        first_id: int = 1,
+        heavy_rate: float = HEAVY_RATE,
+        budget: int | None = None,
+        system: float = 0.0,
+    ) -> None:
+        super().__init__(rng, system=system)
         self.prefix = id_prefix
         self.n = first_id
         self.recent_ids: list[Any] = []
+        self.heavy_rate = heavy_rate
+        self.rare = Values(random.Random(rng.getrandbits(64)))
+        """Draws what must stay rare (splices, how stdio is met) with a plain random seeded from
+        ``rng``: hypothesis's random favours the smallest integers, which would make them common."""
+        self.heavy = Heavy(self.rare, self.unique, budget=budget, system=system > 0)
+
+    def unique(self, kind: str) -> str:
+        """An id no random line uses (for the requests and objects of a splice)."""
+        self.n += 1
+        return f"{self.prefix}{kind}-{self.n}"
 
     # ---- plan -----------------------------------------------------------------------------
 
     def plan(
-        self, count: int, replies: int = 16, ends: tuple[int, ...] = (50, 25, 12, 10, 3)
+        self,
+        count: int,
+        replies: int = 16,
+        ends: tuple[int, ...] = (50, 25, 12, 10, 3),
+        *,
+        splice: str | None = None,
     ) -> Plan:
         """``count`` lines, ``replies`` tool/call answers, an end drawn with weights ``ends``
-        (one per ``ENDS``)."""
-        lines = [self.line() for _ in range(count)]
-        answers = [self.tool_reply() for _ in range(replies)]
-        end = self.weighted(ENDS, ends)
-        trailing = [self.request() for _ in range(self.r.randint(0, 3))]
-        return Plan(lines, answers, end, trailing)
+        (one per ``ENDS``); with ``splice`` (one of ``fuzz_heavy.HEAVY``), that splice somewhere
+        among the first lines."""
+        plan = Plan()
+        later: list[tuple[int, bytes]] = []
+        at = self.rare.r.randrange(max(count // 2, 1)) if splice else -1
+        while len(plan.lines) < count:
+            if later and later[0][0] <= len(plan.lines):
+                plan.lines.append(later.pop(0)[1])
+            elif (splice and len(plan.lines) >= at) or self.rare.chance(self.heavy_rate):
+                spliced = self.heavy.splice(splice)
+                splice = None
+                plan.lines += spliced.now
+                plan.expectations += spliced.expectations
+                later += [(len(plan.lines) + n, line) for n, line in spliced.later]
+                later.sort(key=lambda item: item[0])
+            else:
+                plan.lines.append(self.line())
+        plan.lines += [line for _, line in later]
+        plan.replies = [self.tool_reply() for _ in range(replies)]
+        plan.end = self.weighted(ENDS, ends)
+        plan.trailing = [self.request() for _ in range(self.r.randint(0, 3))]
+        plan.stdin_nonblocking = self.rare.chance(0.25)
+        plan.stdout_nonblocking = self.rare.chance(0.25)
+        plan.late_start = self.rare.chance(0.5)
+        if self.rare.chance(0.3):
+            plan.last_line = self.request()
+        return plan
 
     def line(self) -> bytes:
         r = self.roll()

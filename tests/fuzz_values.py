@@ -90,15 +90,22 @@ def encode(message: Any) -> bytes:
 class Values:
     """Draws values from ``rng`` (a plain ``random.Random`` or hypothesis's)."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, *, system: float = 0.0) -> None:
         self.r = rng
         self.dirty = False
         """Whether the request being drawn may carry nasty values and mutations (a quarter do);
         the rest are valid as far as their shapes go, so that objects exist and turns run."""
+        self.system = system
+        """The share of models drawn that are ``system``, when that reaches a model server (a
+        misbehaving one: ``fuzz_peer.fault_model``)."""
 
     def roll(self) -> float:
         """A number in [0, 1) in steps of 1/1000: one small integer draw (cheap for hypothesis)."""
         return self.r.randint(0, 999) / 1000
+
+    def chance(self, p: float) -> bool:
+        """True with probability ``p`` (down to one in a million): one integer draw."""
+        return self.r.randint(0, 999_999) < p * 1_000_000
 
     def weighted(self, population: tuple[Any, ...], weights: tuple[int, ...]) -> Any:
         """A weighted choice by one ``randint`` (hypothesis's random ignores ``weights``)."""
@@ -209,6 +216,8 @@ class Values:
         r = self.roll()
         if self.dirty and r < 0.15:
             return self.r.choice(("scripted", "system", "nope", "", 5))
+        if self.system and self.roll() < self.system:
+            return "system"
         spec: dict[str, Any] = {
             "type": "scripted",
             "steps": [self.step() for _ in range(self.r.randint(0, 4))],
@@ -320,7 +329,7 @@ PARAMS: dict[str, Any] = {
     },
     "decision/decideMany": lambda t: {
         "requests": [t.decision() for _ in range(t.r.randint(0, 3))],
-        "maxConcurrency": t.r.randint(0, 3),
+        "maxConcurrency": t.r.choice((0, 1, 2, 3, 10**6, SAFE)),
         "model": t.model(),
     },
     "world/create": lambda t: {"world": t.pick(WORLDS), "state": {"player": {"gold": 5}}},

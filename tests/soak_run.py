@@ -4,18 +4,25 @@ random traffic for ``--duration`` seconds, and pre-auth hogs beside them.
     python tests/soak_run.py [--duration 600] [--clients 32] [--hogs 16] [--seed N]
 
 The clients, each a thread that reconnects when its connection ends, alternate Unix and TCP:
-half play fuzz episodes (``fuzz_run.run_socket_episode``, checked by the same oracle), the rest
-are slow readers (a few KiB at a time, some so slow the daemon must cut them off at
-``--max-outbox-bytes``), slow-loris writers (requests a byte at a time, now and then a 1 MiB
-line in 1 KiB pieces), droppers (disconnect mid-turn, with ``tool/call``s waiting) and probes
-(a ``ping`` every 250 ms, timed). The hogs connect over TCP and never authenticate: silent,
-dribbling an ``initialize`` a byte at a time, or streaming a line without end.
+almost half play fuzz episodes (``fuzz_run.run_socket_episode``, checked by the same oracle, now
+and then with a ``fuzz_heavy`` splice), the rest are slow readers (a few KiB at a time, some so
+slow the daemon must cut them off at ``--max-outbox-bytes``), flooders (ask for far more than
+the outbox holds and do not read: cut off, again and again), hoarders (big instructions, tools,
+steps, personas, world keys, against the small ``--max-connection-bytes``), slow-loris writers
+(requests a byte at a time, now and then a 1 MiB line in 1 KiB pieces), droppers (disconnect
+mid-turn, with ``tool/call``s waiting) and probes (a ``ping`` every 250 ms, timed). The hogs
+connect over TCP and never authenticate: silent, dribbling an ``initialize`` a byte at a time,
+or streaming a line without end. With ``--fault-server`` the daemon's ``system`` model is a
+misbehaving OpenAI-compatible server (``fuzz_peer.fault_model``) that a quarter of the episodes'
+models use.
 
-Checks: every authenticated client is admitted and its pings answer within ``PING_SECONDS``;
-the episodes' oracle; once every client has left, the daemon's connections, open fds and asyncio
-tasks (``test/serverStats``) are back to their baseline; RSS flat (first and last window
-compared); no traceback or error record on stderr. Prints the figures and every violation;
-exits 1 when there is one.
+Checks: every authenticated client is admitted and its pings answer within ``--max-ping-seconds``;
+the episodes' oracle (with the hoarders' budgets); once every client has left, the daemon's
+connections, open fds and asyncio tasks (``test/serverStats``) are back to their baseline and its
+RSS is within ``--rss-return-mib`` of what it was before the clients came (after a warm-up);
+RSS flat (first and last window compared) and never past ``--max-rss-mib`` (the run stops
+there); no traceback or error record on stderr. Prints the figures and every violation; exits 1
+when there is one.
 """
 
 from __future__ import annotations
@@ -33,24 +40,55 @@ from collections.abc import Callable
 from typing import Any
 
 from fuzz_oracle import Oracle, Violation
-from fuzz_peer import Daemon, Peer, connect, rss_kib, serve_daemon
-from fuzz_run import merge, run_socket_episode, server_stats, stderr_violations
+from fuzz_peer import KILL_RSS_MIB, Daemon, Peer, connect, fault_model, rss_kib, serve_daemon
+from fuzz_run import (
+    SYSTEM_SHARE,
+    merge,
+    run_socket_episode,
+    server_stats,
+    socket_check,
+    stderr_violations,
+)
 from fuzz_traffic import ToolReply, Traffic
 from fuzz_values import encode
 
 PING_SECONDS = 10.0
 """An authenticated client's ping unanswered this long means the daemon stopped serving it."""
+MAX_PING_SECONDS = 2.0
+"""A probe's ping answered later than this is a stall (``--max-ping-seconds``): twice the
+fuzzer's ``fuzz_probe.MAX_PING_SECONDS``, 32 clients sharing two cores here (their probes waited
+0.25 s at worst before heavy traffic joined them)."""
 MAX_CONNECTIONS = 40
 """``--max-connections`` of the daemon: room for the clients, not for the hogs as well."""
 MAX_OUTBOX_BYTES = 8 << 20
+MAX_CONNECTION_BYTES = 4 << 20
+"""``--max-connection-bytes`` of the daemon: small, so that the hoarders pass it within seconds."""
+HEAVY_RATE = 1 / 10_000
+"""Lines of the episodes that are ``fuzz_heavy`` splices: a few a minute among 32 clients."""
+WARM_UP_LINES = 300
+"""A first episode, alone, before the clients: it loads what the daemon imports lazily, so
+that the RSS after it is the start the end is compared with."""
+RSS_RETURN_MIB = 48.0
+"""Once every client has left, how far the daemon's RSS may stay above its start (after the
+warm-up, before the clients; ``--rss-return-mib``): room for what the allocator keeps of its
+busiest moments, not for what cut-off flooders leave if their connections are never freed
+(about 1.2 MiB each, measured: two flooders pass it within a minute)."""
+MAX_RSS_MIB = KILL_RSS_MIB
+"""The daemon's RSS past which the soak kills it and stops (``--max-rss-mib``; the episodes'
+peers kill it there too): a runaway, and a shared machine to spare."""
 SETTLE_SECONDS = 15.0
 """After the clients leave: how long the daemon has to release their connections."""
+FLOOD_BYTES = 300_000
+FLOOD_REQUESTS = 64
+"""A flooder asks for ``FLOOD_REQUESTS`` answers of ``FLOOD_BYTES`` each: past the outbox."""
 ROLES = (
-    ("traffic",) * 16
+    ("traffic",) * 14
     + ("probe",) * 2
     + ("slow_reader",) * 4
-    + ("slow_loris",) * 4
-    + ("dropper",) * 6
+    + ("flooder",) * 2
+    + ("hoarder",) * 2
+    + ("slow_loris",) * 3
+    + ("dropper",) * 5
 )
 """The role of client ``i`` is ``ROLES[i % 32]``; even indexes use the Unix socket, odd ones TCP,
 so every role runs on both."""
@@ -112,9 +150,19 @@ class Soak:
 
     # ---- roles ----------------------------------------------------------------------------
 
+    def traffic(self, rng: random.Random) -> Traffic:
+        traffic = Traffic(
+            rng,
+            id_prefix=f"{rng.randrange(1 << 30)}-",
+            heavy_rate=self.args.heavy_rate,
+            budget=self.args.max_connection_bytes,
+            system=SYSTEM_SHARE if self.args.fault_server else 0.0,
+        )
+        traffic.heavy.over_socket = True
+        return traffic
+
     def _traffic(self, rng: random.Random, transport: str) -> None:
-        traffic = Traffic(rng, id_prefix=f"{rng.randrange(1 << 30)}-")
-        plan = traffic.plan(150, replies=32, ends=(50, 20, 15, 15, 0))
+        plan = self.traffic(rng).plan(150, replies=32, ends=(50, 20, 15, 15, 0))
         violations = run_socket_episode(self.daemon, plan, transport=transport, window=16)
         if any(v.kind == "handshake" for v in violations):
             self.count("refused")
@@ -154,8 +202,16 @@ class Soak:
                 if not peer.ping(f"p{n}", PING_SECONDS):
                     self.flag("served", f"a {transport} probe's ping went unanswered")
                     return
+                seconds = time.monotonic() - sent
                 with self.lock:
-                    self.pings.append(time.monotonic() - sent)
+                    self.pings.append(seconds)
+                if seconds > self.args.max_ping_seconds:
+                    self.flag(
+                        "stall",
+                        f"a {transport} probe's ping waited more than "
+                        f"{self.args.max_ping_seconds:.1f} s (the daemon stopped serving)",
+                        f"{seconds:.2f} s",
+                    )
                 self.stop.wait(0.25)
         self.found(peer.oracle.finish(connection_closed=True))
 
@@ -213,6 +269,44 @@ class Soak:
             self.flag("served", "a slow reader that kept reading was not answered in 120 s")
         self.count("slow readers served")
         self.found(peer.oracle.finish(connection_closed=True))
+
+    def _flooder(self, rng: random.Random, transport: str) -> None:
+        """Asks for far more than ``--max-outbox-bytes`` and reads nothing for a second: the
+        daemon must cut it off, and (checked once all have left) free what it queued."""
+        opened = self._handshake(transport)
+        if opened is None:
+            return
+        sock, peer = opened
+        step = {"text": "f" * FLOOD_BYTES, "chunks": 1}
+        script = {"type": "scripted", "steps": [], "fallback": step}
+        with sock:
+            peer.request("session/create", "c", {"session": "flood", "model": script})
+            peer.flush(PING_SECONDS)
+            for n in range(FLOOD_REQUESTS):  # small requests, big answers; the budget unspent
+                peer.request("session/respond", f"r{n}", {"session": "flood", "prompt": "go"})
+                peer.request("session/reset", f"x{n}", {"session": "flood"})
+            peer.flush(PING_SECONDS)
+            self.stop.wait(1.0)  # not reading: the outbox fills
+            peer.wait(lambda: peer.eof or not peer.oracle.outstanding, 120, rescue=False)
+        if peer.eof and peer.oracle.outstanding:
+            self.count("flooders cut off")
+        elif not self.stop.is_set():
+            self.count("flooders served")
+            self.found(peer.oracle.finish(connection_closed=True))
+        self.stop.wait(rng.uniform(0, 0.5))
+
+    def _hoarder(self, rng: random.Random, transport: str) -> None:
+        """Makes object after object of a quarter of the budget (``fuzz_heavy``'s hoard, or a
+        world/set past ``MAX_WORLD_BYTES``), then deletes them: refused -32055 in time."""
+        kind = "hoard" if rng.random() < 0.8 else "long_keys"
+        plan = self.traffic(rng).plan(1, ends=(1, 0, 0, 0, 0), splice=kind)
+        violations = run_socket_episode(self.daemon, plan, transport=transport)
+        if any(v.kind == "handshake" for v in violations):
+            self.count("refused")
+            self.local.refused = True
+        self.found(violations)
+        self.count(f"hoards ({kind})")
+        self.stop.wait(rng.uniform(0.5, 2))
 
     def _dropper(self, rng: random.Random, transport: str) -> None:
         opened = self._handshake(transport)
@@ -294,74 +388,110 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--stderr", help="copy the daemon's stderr to this file")
     parser.add_argument("--executable", help="soak this oamd (e.g. dist/oamd/oamd) instead")
+    parser.add_argument(
+        "--fault-server",
+        action="store_true",
+        help='"system" is a misbehaving OpenAI-compatible server, and a quarter of the models',
+    )
+    parser.add_argument("--max-connection-bytes", type=int, default=MAX_CONNECTION_BYTES)
+    parser.add_argument("--heavy-rate", type=float, default=HEAVY_RATE, help="splices per line")
+    parser.add_argument("--max-ping-seconds", type=float, default=MAX_PING_SECONDS)
+    parser.add_argument("--rss-return-mib", type=float, default=RSS_RETURN_MIB)
+    parser.add_argument("--max-rss-mib", type=float, default=MAX_RSS_MIB)
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     print(f"seed {seed}; {args.clients} clients and {args.hogs} hogs for {args.duration:.0f} s")
     flags = ["--max-connections", str(MAX_CONNECTIONS), "--max-outbox-bytes"]
-    with serve_daemon(
-        *flags, str(MAX_OUTBOX_BYTES), tcp=True, executable=args.executable
-    ) as daemon:
+    flags += [str(MAX_OUTBOX_BYTES), "--max-connection-bytes", str(args.max_connection_bytes)]
+    with contextlib.ExitStack() as stack:
+        if args.fault_server:
+            flags += stack.enter_context(fault_model(seed, slow=True))
+        daemon = stack.enter_context(serve_daemon(*flags, tcp=True, executable=args.executable))
+        return _soak(args, seed, daemon)
+
+
+def _soak(args: argparse.Namespace, seed: int, daemon: Daemon) -> int:
+    soak = Soak(daemon, args, seed)
+    warm_up = soak.traffic(random.Random(seed)).plan(WARM_UP_LINES, ends=(1, 0, 0, 0, 0))
+    soak.found(run_socket_episode(daemon, warm_up, window=16))
+    soak.found(socket_check(daemon))  # released, and nothing on stderr yet
+    baseline = server_stats(daemon)
+    while baseline.get("connections", 1) > 1:  # socket_check's own, still closing
+        time.sleep(0.02)
         baseline = server_stats(daemon)
-        soak = Soak(daemon, args, seed)
-        threads = [
-            threading.Thread(target=soak.run_client, args=(i,), daemon=True)
-            for i in range(args.clients)
-        ] + [
-            threading.Thread(target=soak.run_hog, args=(i,), daemon=True) for i in range(args.hogs)
-        ]
-        rss: list[tuple[float, int]] = []
-        stats: list[dict[str, Any]] = []
-        started = time.monotonic()
-        for thread in threads:
-            thread.start()
-        while time.monotonic() - started < args.duration:
-            time.sleep(1)
-            rss.append((time.monotonic() - started, rss_kib(daemon.pid)))
-            if len(rss) % 10 == 0:
-                with contextlib.suppress(OSError, ValueError):
-                    stats.append(server_stats(daemon))
-        soak.stop.set()
-        for thread in threads:
-            thread.join(120)
-        stuck = [t.name for t in threads if t.is_alive()]
-        if stuck:
-            soak.flag("soak", f"{len(stuck)} client threads did not finish")
-        deadline = time.monotonic() + SETTLE_SECONDS
-        final: dict[str, Any] = {}
-        while time.monotonic() < deadline:
-            final = server_stats(daemon)
-            if all(final.get(k, 1 << 30) <= baseline[k] for k in ("connections", "fds", "tasks")):
-                break
-            time.sleep(0.2)
-        for what in ("connections", "fds", "tasks"):
-            if final.get(what, -1) > baseline[what]:
-                soak.flag("leak", f"{what}: {baseline[what]} before, {final.get(what)} after")
-        soak.found(stderr_violations(daemon))
-        if args.stderr:
-            with open(args.stderr, "w", encoding="utf-8") as file:
-                file.write(daemon.stderr())
-        after_rss = rss_kib(daemon.pid)
+    start_rss = rss_kib(daemon.pid) / 1024
+    threads = [
+        threading.Thread(target=soak.run_client, args=(i,), daemon=True)
+        for i in range(args.clients)
+    ] + [threading.Thread(target=soak.run_hog, args=(i,), daemon=True) for i in range(args.hogs)]
+    rss: list[tuple[float, int]] = []
+    stats: list[dict[str, Any]] = []
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    while time.monotonic() - started < args.duration:
+        time.sleep(1)
+        rss.append((time.monotonic() - started, rss_kib(daemon.pid)))
+        if rss[-1][1] > args.max_rss_mib * 1024:
+            daemon.process.kill()  # a runaway: spare the machine
+            soak.flag("rss", f"RSS passed {args.max_rss_mib:.0f} MiB: the daemon was killed")
+            break
+        if len(rss) % 10 == 0:
+            with contextlib.suppress(OSError, ValueError):
+                stats.append(server_stats(daemon))
+    soak.stop.set()
+    for thread in threads:
+        thread.join(120)
+    stuck = [t.name for t in threads if t.is_alive()]
+    if stuck:
+        soak.flag("soak", f"{len(stuck)} client threads did not finish")
+    deadline = time.monotonic() + SETTLE_SECONDS
+    final: dict[str, Any] = {}
+    if daemon.process.poll() is not None:
+        soak.flag("exit", f"oamd serve died ({daemon.process.returncode})")
+        deadline = 0.0  # nothing left to settle
+        final = dict.fromkeys(("connections", "fds", "tasks"), 0)
+    while time.monotonic() < deadline:
+        final = server_stats(daemon)
+        if all(final.get(k, 1 << 30) <= baseline[k] for k in ("connections", "fds", "tasks")):
+            break
+        time.sleep(0.2)
+    for what in ("connections", "fds", "tasks"):
+        if final.get(what, -1) > baseline[what]:
+            soak.flag("leak", f"{what}: {baseline[what]} before, {final.get(what)} after")
+    soak.found(stderr_violations(daemon))
+    if args.stderr:
+        with open(args.stderr, "w", encoding="utf-8") as file:
+            file.write(daemon.stderr())
+    after_rss = rss_kib(daemon.pid) / 1024
     elapsed = time.monotonic() - started
-    window = min(60.0, args.duration / 5)
+    sampled = rss[-1][0] if rss else 0.0  # the clients' time (they may take long to leave)
+    window = min(60.0, sampled / 5)
     first = _window(rss, 5, 5 + window)  # past the first seconds' imports and warm-up
-    last = _window(rss, args.duration - window, args.duration)
+    last = _window(rss, sampled - window, sampled)
     if last[0] > first[0] * 1.25 + 8:
         soak.flag("rss", f"RSS grew: {first[0]:.1f} MiB mean early, {last[0]:.1f} MiB late")
-    buckets = [rss[i * len(rss) // 10 : (i + 1) * len(rss) // 10] for i in range(10)]
-    curve = [f"{max(k for _, k in b) / 1024:.0f}" for b in buckets if b]
-    pings = sorted(soak.pings) or [0.0]
+    if after_rss > start_rss + args.rss_return_mib:
+        soak.flag(
+            "rss",
+            f"RSS did not come back once every client had left: {after_rss:.1f} MiB, "
+            f"{start_rss:.1f} MiB at the start (at most {args.rss_return_mib:.0f} MiB more)",
+        )
     print(f"ran {elapsed:.0f} s; counts: {dict(sorted(soak.counts.items()))}")
+    pings = sorted(soak.pings) or [0.0]
     print(
         f"probe pings: {len(soak.pings)}, p50 {pings[len(pings) // 2] * 1000:.1f} ms, "
         f"p99 {pings[int(len(pings) * 0.99)] * 1000:.1f} ms, max {pings[-1] * 1000:.1f} ms"
     )
     held = sorted(soak.hog_held) or [0.0]
     print(f"hogs held a connection: median {held[len(held) // 2]:.1f} s, max {held[-1]:.1f} s")
+    buckets = [rss[i * len(rss) // 10 : (i + 1) * len(rss) // 10] for i in range(10)]
+    curve = [f"{max(k for _, k in b) / 1024:.0f}" for b in buckets if b]
     print(
         f"RSS: first {window:.0f} s mean {first[0]:.1f} MiB (peak {first[1]}), "
         f"last {window:.0f} s mean {last[0]:.1f} MiB (peak {last[1]}), "
-        f"overall peak {max(k for _, k in rss) // 1024 if rss else 0} MiB, "
-        f"{after_rss // 1024} MiB once the clients left"
+        f"overall peak {max(k for _, k in rss) // 1024 if rss else 0} MiB; "
+        f"{start_rss:.1f} MiB at the start, {after_rss:.1f} MiB once the clients left"
     )
     print(f"RSS curve (MiB, {len(curve)} buckets): {' '.join(curve)}")
     print(f"daemon before: {baseline}; after the clients left: {final}")

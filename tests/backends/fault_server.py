@@ -6,20 +6,36 @@ during the answer.
 Built on ``fake_http`` (anyio sockets, one request per connection, ``Connection: close``, so
 nothing depends on connection reuse). ``GET /models`` always answers, with ``owner`` as
 ``owned_by``: ``me`` (llama-cpp-python) puts the daemon on the envelope loop, anything else on
-the native one."""
+the native one.
+
+For the fuzzer and the soak (``fuzz_peer.fault_model``): ``HOSTILE_FAULTS``, answers no server
+should give, and ``MixedFaultServer``, which plays a fault drawn from both tables on about half of
+the completions, served from a thread by ``serving_in_thread``."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import anyio
+import anyio.from_thread
 import orjson
 from anyio.abc import SocketStream
 
 from backends import fake_http
 
-__all__ = ["FAULTS", "ODD_ANSWERS", "REPLY", "Fault", "FaultServer", "running"]
+__all__ = [
+    "FAULTS",
+    "HOSTILE_FAULTS",
+    "ODD_ANSWERS",
+    "REPLY",
+    "Fault",
+    "FaultServer",
+    "MixedFaultServer",
+    "running",
+    "serving_in_thread",
+]
 
 Fault = Callable[[SocketStream], Awaitable[None]]
 """Plays one misbehaving answer to a chat completion on the connection."""
@@ -291,3 +307,144 @@ async def running(owner: str) -> AsyncIterator[tuple[FaultServer, str]]:
     server = FaultServer(owner)
     async with fake_http.serve(server.handle) as url:
         yield server, url
+
+
+# ---- hostile servers, mixed: for the fuzzer and the soak (fuzz_peer.fault_model) ---------------
+
+_FINISH = _event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+_DONE = _FINISH + _event(b"[DONE]")
+
+RETRY_AFTERS = (
+    "99999999999999999999999",
+    "inf",
+    "1e400",
+    "-1",
+    "nan",
+    "Fri, 31 Dec 9999 23:59:59 GMT",
+    "0x10",
+    "9" * 400,
+)
+"""``Retry-After`` values no server should send: huge, infinite, past a float, negative, NaN, a
+date thousands of years away, hexadecimal, 400 digits."""
+
+
+def _retry_after(status: int, value: str) -> Fault:
+    return _status(status, b'{"error": {"message": "come back later"}}', f"retry-after: {value}")
+
+
+async def _bom_events(stream: SocketStream) -> None:
+    # a byte order mark before the first event and inside the next one's data
+    first = fake_http.chunk(b"\xef\xbb\xbfdata: " + orjson.dumps(_delta("Welc")) + b"\n\n")
+    await stream.send(_STREAM_HEAD + first)
+    await stream.send(_event(b"\xef\xbb\xbf" + orjson.dumps(_delta("ome."))))
+    await stream.send(_DONE + _LAST_CHUNK)
+
+
+async def _bom_json(stream: SocketStream) -> None:
+    body = orjson.dumps({"choices": [{"message": {"role": "assistant", "content": REPLY}}]})
+    await stream.send(_whole(200, b"\xef\xbb\xbf" + body, "application/json"))
+
+
+async def _lone_surrogates(stream: SocketStream) -> None:
+    # JSON escapes of half a surrogate pair: valid JSON text, not valid Unicode
+    await stream.send(_STREAM_HEAD + _event(_delta("Welc")))
+    await stream.send(
+        _event(
+            b'{"choices":[{"index":0,"delta":{"content":"\\ud800 \\udfff"},"finish_reason":null}]}'
+        )
+    )
+    await stream.send(
+        _event(b'{"choices":[{"index":0,"delta":{},"finish_reason":"\\udc00"}]}')
+        + _event(b"[DONE]")
+        + _LAST_CHUNK
+    )
+
+
+async def _huge_usage(stream: SocketStream) -> None:
+    digits = b"9" * 400
+    await stream.send(_STREAM_HEAD + _event(_delta(REPLY)) + _FINISH)
+    usage = b'{"choices":[],"usage":{"prompt_tokens":%s,"completion_tokens":1e400,' % digits
+    usage += b'"total_tokens":-%s,"prompt_tokens_details":{"cached_tokens":%s}}}' % (digits, digits)
+    await stream.send(_event(usage) + _event(b"[DONE]") + _LAST_CHUNK)
+
+
+HUGE_DELTAS = 4_000
+"""Deltas of a few characters that ``huge_fast_deltas`` sends in one go (streamed to a client,
+each becomes a ``text`` event repeating the text so far: 24 MB in all)."""
+
+
+async def _huge_fast_deltas(stream: SocketStream) -> None:
+    # a server that ignores max_tokens and answers faster than anyone reads
+    burst = _event(_delta("la ")) * 500
+    await stream.send(_STREAM_HEAD)
+    for _ in range(HUGE_DELTAS // 500):
+        await stream.send(burst)
+    await stream.send(_DONE + _LAST_CHUNK)
+
+
+async def _huge_delta(stream: SocketStream) -> None:
+    await stream.send(_STREAM_HEAD + _event(_delta("la " * 700_000)) + _DONE + _LAST_CHUNK)
+
+
+HOSTILE_FAULTS: dict[str, Fault] = {
+    **{f"http_503_retry_after_{v[:12]}": _retry_after(503, v) for v in RETRY_AFTERS},
+    **{f"http_429_retry_after_{v[:12]}": _retry_after(429, v) for v in RETRY_AFTERS},
+    "bom_events": _bom_events,
+    "bom_json": _bom_json,
+    "lone_surrogates": _lone_surrogates,
+    "huge_usage": _huge_usage,
+    "huge_fast_deltas": _huge_fast_deltas,
+    "huge_delta": _huge_delta,
+}
+"""Answers of a server that is not merely failing but hostile (see ``RETRY_AFTERS``; a BOM
+before or inside the answer; lone surrogates; 400-digit and infinite usage counts; tens of
+thousands of deltas, or one of 2 MB, in a burst). Kept apart from ``FAULTS``, whose every entry
+has an expected error in ``test_backend_openai_faults``; these have no single right answer, only
+wrong ones (an internal error, a stalled daemon, an invalid message), which the fuzzer's oracle
+judges."""
+
+SLOW_FAULTS = ("stall", "stall_mid_stream", "keep_alive_for_ever", "trickle_for_ever")
+"""Faults that end only when the daemon gives up (its ``timeout``/``deadline``)."""
+
+SLOW_FAULT_SECONDS = 30.0
+"""The longest a mixed server plays a slow fault to a daemon that never gives up."""
+
+
+class MixedFaultServer:
+    """Plays, on each chat completion, the good answer or a fault drawn (seeded) from ``FAULTS``
+    and ``HOSTILE_FAULTS`` (``SLOW_FAULTS`` only with ``slow``): about half of them are faults.
+    ``GET /models`` answers ``owned_by`` ``me`` and another owner in turn, so daemons started
+    one after another meet both tool loops (envelope and native)."""
+
+    def __init__(self, seed: int, *, slow: bool = False) -> None:
+        self.rng = random.Random(seed)
+        names = [n for n in FAULTS if slow or n not in SLOW_FAULTS]
+        self.faults: dict[str, Fault] = {n: FAULTS[n] for n in names} | HOSTILE_FAULTS
+        self.names = sorted(self.faults)
+        self.played: dict[str, int] = {}
+        """How often each fault (and ``answer``) was played."""
+        self._models = 0
+
+    def draw(self) -> str:
+        return self.rng.choice(self.names) if self.rng.random() < 0.5 else "answer"
+
+    async def handle(self, request: bytes, stream: SocketStream) -> None:
+        if request.startswith(b"GET ") and b"/models " in request.split(b"\r\n", 1)[0]:
+            self._models += 1
+            owner = "me" if self._models % 2 else "vllm"
+            body = orjson.dumps({"data": [{"id": "smol", "owned_by": owner}]})
+            await stream.send(_whole(200, body, "application/json"))
+            return
+        name = self.draw()
+        self.played[name] = self.played.get(name, 0) + 1
+        with anyio.move_on_after(SLOW_FAULT_SECONDS):  # a stall's task must end some time
+            await (self.faults.get(name) or _answer)(stream)
+
+
+@contextmanager
+def serving_in_thread(server: MixedFaultServer) -> Iterator[str]:
+    """``server`` on 127.0.0.1, its event loop in a thread of its own (for the fuzzer's and the
+    soak's blocking code); yields the base URL."""
+    with anyio.from_thread.start_blocking_portal() as portal:
+        with portal.wrap_async_context_manager(fake_http.serve(server.handle)) as url:
+            yield url
