@@ -167,7 +167,7 @@ async def test_clients_dropped_for_not_reading_leave_no_memory_behind():
     # each client makes the daemon queue ~48 MB of answers and reads none, so it is cut off at
     # --max-outbox-bytes; what it left used to stay in cycles the tuned collector never
     # collected (RSS 53 -> 512 MiB after these 40)
-    big = {"type": "scripted", "steps": [], "fallback": {"text": "y" * 3_000_000}}
+    big = {"type": "scripted", "steps": [], "fallback": {"text": "y" * 1_000_000}}
     requests = line(
         {
             "jsonrpc": "2.0",
@@ -184,7 +184,7 @@ async def test_clients_dropped_for_not_reading_leave_no_memory_behind():
                 "params": {"session": "f", "prompt": "Talk."},
             }
         )
-        for i in range(16)
+        for i in range(48)  # each answer within MAX_STEP_TEXT_CHARS; 48 MB in all
     )
 
     async def drop(daemon: Daemon, observer: Any, clients: int) -> None:
