@@ -269,6 +269,9 @@ class Peer:
         self.pending = b""
         self.eof = False
         self.broken = False
+        self.input_ended = False
+        """An unterminated last line was queued: later lines (tool replies) are dropped, as
+        after end of input, instead of running into it."""
         self.replies: list[ToolReply] = [ToolReply("result", {"output": "ok"})]
         self.calls = 0
         self.rescued = 0
@@ -286,7 +289,7 @@ class Peer:
     def send(self, line: bytes, *, trailing: bool = False, newline: bool = True) -> None:
         """Queues ``line`` (and any late reply now due); dropped once our side is closed.
         ``newline=False``: the last line before end of input, left unterminated."""
-        if self.broken:
+        if self.broken or self.input_ended:
             return
         self.oracle.sent(line, trailing=trailing)
         if self.trace is not None:
@@ -294,6 +297,8 @@ class Peer:
         self.out += line
         if newline:
             self.out += b"\n"
+        else:
+            self.input_ended = True  # nothing may follow an unterminated last line
         if self.late:
             due = [lines for after, lines in self.late if after <= self.oracle.sent_lines]
             if due:
