@@ -51,7 +51,7 @@ daemon's time and stalled the event loop often (``ping`` p99 ~95 ms with 64 busy
 with these, after ``gc.freeze()`` of everything loaded at start; ``bench/load.py``). A full
 collection practically never runs, so nothing may rely on one: a closed connection is freed by
 reference counting, and ``oamd serve`` collects the youngest generation after each connection
-ends (``serve.server.COLLECTED_AFTER_CLOSE``); ``oamd stdio``'s one connection ends with the
+ends (``serve.server.collect_after_close``); ``oamd stdio``'s one connection ends with the
 process."""
 
 
