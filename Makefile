@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint format dist dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache fuzz soak eval llama-server clean
+.PHONY: test lint format dist dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak eval llama-server clean
 
 # llama-cpp-python builds from source (about 6-9 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
@@ -91,6 +91,12 @@ bench: $(STAMP)
 bench-cache: $(STAMP)
 	$(PY) bench/cache.py
 
+# Opt-in: real-model turns on the embedded SmolLM2 (a 10-line NPC conversation with a client tool,
+# 10 decisions, 5 content/generate), one line per turn, against the bare llama.cpp floor for the
+# same tokens, and the share of sane NPC lines (~2 min on two cores; run it on a quiet machine).
+bench-model: $(STAMP)
+	$(PY) bench/model_turns.py
+
 # Opt-in: the protocol fuzzer, seeded (printed; SEED=n replays a run): 100,000 lines over stdio
 # and 20,000 over a Unix socket, checked by the oracle of tests/fuzz_oracle.py (a few minutes).
 # FAULT_SERVER=1: "system" is a misbehaving OpenAI-compatible server, a quarter of the models.
@@ -105,7 +111,9 @@ soak: $(STAMP)
 	$(PY) tests/soak_run.py --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(if $(FAULT_SERVER),--fault-server)
 
 # Live evals (not CI): the tool-choice scenarios of the sibling project against MODEL
-# (default: the embedded SmolLM2); RUNS repeats them. Prints a table; JSON with EVAL_JSON=path.
+# (default: the embedded SmolLM2), then an NPC conversation with the share of its lines a player
+# would accept; RUNS repeats them. Prints tables; JSON with EVAL_JSON=path. MODEL='llamacpp?choices=generation'
+# chooses tools by generating the envelope instead of by likelihood, to compare the two.
 MODEL ?= llamacpp
 RUNS ?= 1
 eval: $(STAMP)

@@ -259,6 +259,13 @@ class Server:
                 return f"\n--- {self.spec.name} stderr (tail) ---\n{tail}"
         return ""
 
+    def stderr_from(self, offset: int) -> tuple[bytes, int]:
+        """What the server wrote on stderr from byte ``offset`` on, and the offset after it."""
+        self._stderr.flush()
+        self._stderr.seek(offset)
+        data = self._stderr.read()
+        return data, offset + len(data)
+
     def close(self) -> None:
         """Stop the process (EOF, then kill after a grace period), join threads, close fds."""
         if any(t.is_alive() for t in self.threads):

@@ -74,6 +74,8 @@ class TurnClient:
     """Called with every response and the time its chunk was read (probes use it)."""
     answer: Callable[[dict[str, Any]], Any] = field(default=lambda call: look(call))
     """The engine's side of a ``tool/call``: the call → its output."""
+    keep_errors: bool = False
+    """Error responses are filed like results (``wait`` returns them) instead of raising."""
 
     def send(self, method: str, params: dict[str, Any] | None = None) -> int:
         msg_id = self.server.take_ids(1)
@@ -97,7 +99,7 @@ class TurnClient:
                 output = self.answer(msg["params"]["call"])
                 replies.append({"jsonrpc": "2.0", "id": msg["id"], "result": {"output": output}})
             elif method is None:
-                if "error" in msg:
+                if "error" in msg and not self.keep_errors:
                     raise self.server.error(f"error response: {line[:300]!r}")
                 if self.on_reply is not None:
                     self.on_reply(msg, now)

@@ -62,9 +62,8 @@ TAVERN_TOOLS = [
     },
 ]
 TAVERN_OPTIONS = {
-    "replyFormat": "text",  # a plain line streams best from a 135M model
-    "temperature": 0.3,  # a little sampling; greedy decoding loops on a 135M model
-    "maximumResponseTokens": 32,  # about one sentence; keeps each line to 1-3 s on 2 cores
+    "replyFormat": "text",  # a plain line streams best (a small model's line is free text anyway)
+    "maximumResponseTokens": 48,  # a sentence or two; the persona's maxSentences ends it sooner
     "maxToolRounds": 1,
     "playerOptionCount": 0,
 }

@@ -4,6 +4,7 @@ keeps running while tokens are decoded, and whole turns through the protocol."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 import time
@@ -20,7 +21,15 @@ from conftest import memory_daemon
 import oamd.cli
 from evals.scenarios import CHECK_MENU, TAKE_ORDER  # the eval tools, one definition
 from oamd.app import default_config
-from oamd.backends.base import ChatMessage, GenerationRequest, Sampling, TextDelta, Usage
+from oamd.backends.base import (
+    ChatMessage,
+    GenerationRequest,
+    Sampling,
+    ScoredText,
+    Scores,
+    TextDelta,
+    Usage,
+)
 from oamd.backends.llamacpp import LlamaCppModel
 from oamd.backends.spec import model_from_spec
 from oamd.client import connect_stdio
@@ -143,14 +152,29 @@ async def test_a_file_llama_cpp_cannot_load_is_unavailable_with_the_reason(tmp_p
 # ---- generation -------------------------------------------------------------------------------
 
 
-async def test_a_step_streams_text_in_several_deltas_and_ends_with_usage(model):
+async def test_a_step_streams_text_in_several_deltas_and_counts_its_output_as_it_goes(model):
     events = await collect(model, step("Hello there! Long road today."))
     deltas = [e for e in events if isinstance(e, TextDelta)]
     usage = usage_of(events)
     assert len(deltas) >= 3
     assert text_of(events).strip()
-    assert isinstance(events[0], Usage) and isinstance(events[-1], Usage)
-    assert usage.input_tokens > 50 and 0 < usage.output_tokens <= 24
+    assert isinstance(events[0], Usage) and events[0].input_tokens > 50
+    # the output is counted before the text it made: a reader that stops early still counts it
+    first_text = events.index(deltas[0])
+    assert sum(e.output_tokens for e in events[:first_text] if isinstance(e, Usage)) >= 1
+    assert usage.input_tokens > 50 and len(deltas) <= usage.output_tokens <= 24
+
+
+async def test_a_reader_that_stops_early_still_counts_what_was_decoded(model):
+    counted = 0
+    with anyio.fail_after(60):
+        async with contextlib.aclosing(model.generate(step("Tell me about the inn."))) as events:
+            async for event in events:
+                if isinstance(event, Usage):
+                    counted += event.output_tokens
+                elif isinstance(event, TextDelta) and event.text.strip():
+                    break
+    assert counted >= 1
 
 
 async def test_cancelling_mid_generation_stops_at_once_and_frees_the_model(model):
@@ -300,6 +324,11 @@ class RecordingModel(LlamaCppModel):
                 self.usage.append((request.kind, event))
             yield event
 
+    async def score(self, candidates: list[ScoredText]) -> Scores:
+        scores = await super().score(candidates)
+        self.usage.append(("score", scores.usage))
+        return scores
+
 
 async def take_order(params: dict[str, Any]) -> dict[str, Any]:
     """Answers ``tool/call`` for the inn's tools."""
@@ -384,7 +413,7 @@ async def test_every_step_reuses_the_instructions_from_the_kv_cache_the_first_af
     finally:
         await model.aclose()
     kinds = [kind for kind, _ in model.usage]
-    assert "decide" in kinds and "respond" in kinds
+    assert "score" in kinds and "respond" in kinds  # the decide step scores, it does not decode
     # session/create had the loaded model evaluate the system text: the first step finds it too
     assert all(usage.cached_input_tokens >= instructions for _, usage in model.usage), model.usage
 
@@ -420,3 +449,91 @@ async def test_oamd_stdio_serves_a_turn_on_the_embedded_model():
     assert init["model"]["available"] is True
     assert init["model"]["variant"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert result["text"].strip()
+
+
+# ---- the game's turns on the real small model -------------------------------------------------
+
+INNKEEPER_NPC = {
+    "npc": "mira",
+    "persona": {"name": "Mira", "role": "the innkeeper", "personality": "Cheerful."},
+    "tools": [CHECK_MENU],
+}
+
+
+async def test_an_npc_line_on_the_embedded_model_is_words_with_an_emotion_and_counted_usage():
+    model = LlamaCppModel()
+    try:
+        async with memory_daemon(default_config(model), tool_handler=take_order) as client:
+            with anyio.fail_after(120):
+                await client.request("initialize", {"protocolVersion": "1.0"})
+                await client.request("npc/create", INNKEEPER_NPC)
+                result = await client.request(
+                    "npc/talk", {"npc": "mira", "line": "What's on the menu tonight?"}
+                )
+    finally:
+        await model.aclose()
+    line = result["line"]
+    assert line.strip() and not any(c in line for c in "{}<>")
+    assert "emotion" not in line.lower() and "\n" not in line
+    assert result["emotion"] in persona_emotions()
+    assert len(result["playerOptions"]) <= 3
+    assert all(isinstance(o, str) and o for o in result["playerOptions"])
+    usage = result["usage"]
+    assert usage["inputTokens"] > 0 and usage["outputTokens"] > 0  # was 0 on every turn
+    assert usage["cachedInputTokens"] <= usage["inputTokens"]
+
+
+async def test_a_decision_on_the_embedded_model_is_an_offered_option_with_a_reason():
+    model = LlamaCppModel()
+    try:
+        async with memory_daemon(default_config(model)) as client:
+            with anyio.fail_after(120):
+                await client.request("initialize", {"protocolVersion": "1.0"})
+                result = await client.request(
+                    "decision/decide",
+                    {
+                        "situation": "Smoke rises from the market square.",
+                        "options": [
+                            {"id": "ring_alarm", "description": "ring the alarm bell"},
+                            {"id": "wait", "description": "keep watching"},
+                        ],
+                    },
+                )
+    finally:
+        await model.aclose()
+    assert result["optionID"] in ("ring_alarm", "wait")
+    assert 50 <= result["confidence"] <= 100  # the winner's share of two
+    assert result["reasoning"].startswith("Because")
+    assert result["usage"]["inputTokens"] > 0 and result["usage"]["outputTokens"] > 0
+
+
+async def test_content_on_the_embedded_model_is_valid_against_its_schema_ranges_included():
+    item = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "description": {"type": "string"},
+            "price": {"type": "integer", "minimum": 1, "maximum": 500},
+        },
+        "required": ["name", "description", "price"],
+        "additionalProperties": False,
+    }
+    model = LlamaCppModel()
+    try:
+        async with memory_daemon(default_config(model)) as client:
+            with anyio.fail_after(120):
+                await client.request("initialize", {"protocolVersion": "1.0"})
+                result = await client.request(
+                    "content/generate",
+                    {"prompt": "A sword sold by a village blacksmith.", "schema": item},
+                )
+    finally:
+        await model.aclose()
+    jsonschema.validate(result["content"], item)
+    assert result["content"]["name"].strip()
+
+
+def persona_emotions() -> tuple[str, ...]:
+    from oamd.game.persona import EMOTIONS
+
+    return EMOTIONS

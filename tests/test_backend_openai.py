@@ -872,6 +872,19 @@ async def test_top_k_is_left_out_for_servers_that_would_reject_it():
     assert (bodies[0]["top_p"], bodies[0]["temperature"]) == (0.9, 0.7)
 
 
+async def test_stop_sequences_and_a_repetition_penalty_are_sent_as_llama_cpp_takes_them():
+    bodies: list[dict[str, Any]] = []
+    model = mocked(recording(bodies))
+    sampling = Sampling(temperature=0.7, repetition_penalty=1.2)
+    await collect(model, ask("Hi.", sampling=sampling, stop=("\n", "a", "b", "c", "d")))
+    await model.aclose()
+    model = mocked(recording(bodies), "?top_k=off")  # a server without llama.cpp's extensions
+    await collect(model, ask("Hi.", sampling=sampling))
+    await model.aclose()
+    assert bodies[0]["stop"] == ["\n", "a", "b", "c"] and bodies[0]["repeat_penalty"] == 1.2
+    assert "stop" not in bodies[1] and "repeat_penalty" not in bodies[1]
+
+
 async def test_a_schema_is_sent_in_the_form_the_server_takes():
     bodies: list[dict[str, Any]] = []
     model = mocked(recording(bodies), "?json=json_schema")

@@ -60,6 +60,8 @@ BACKEND_PLUGIN = [
     "ModelCapabilities",
     "ModelError",
     "Sampling",
+    "ScoredText",
+    "Scores",
     "TextDelta",
     "ToolCallRequest",
     "ToolSpec",
@@ -77,6 +79,7 @@ LANGUAGE_MODEL_OVERRIDABLE = {
     "cached_availability",
     "count_tokens",
     "prefill",
+    "score",
     "settle_capabilities",
 }
 

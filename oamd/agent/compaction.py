@@ -11,7 +11,7 @@ import orjson
 from oamd.agent.prompt import turn_starts
 from oamd.agent.tools import ToolOutput
 from oamd.agent.turn import TurnSpec, one_off_turn
-from oamd.backends.base import LanguageModel
+from oamd.backends.base import LanguageModel, Sampling
 
 __all__ = ["DEFAULT_SUMMARY_INSTRUCTIONS", "CompactionPlan", "compact_history", "render_lines"]
 
@@ -44,6 +44,12 @@ def render_lines(
     return lines
 
 
+COMPACT_SUMMARY_TOKENS = 120
+"""Output cap of a summary written by a small model (``capabilities.compact_prompts``)."""
+
+COMPACT_SUMMARY_SENTENCES = 3
+
+
 @dataclass(frozen=True)
 class CompactionPlan:
     cut: int
@@ -52,6 +58,16 @@ class CompactionPlan:
     prompt: str
 
     def spec(self, model: LanguageModel) -> TurnSpec:
+        if model.capabilities.compact_prompts:
+            # a small model asked for a summary rambles to its output limit: a few sentences
+            return one_off_turn(
+                model,
+                self.instructions,
+                self.prompt,
+                max_attempts=1,
+                sampling=Sampling(max_tokens=COMPACT_SUMMARY_TOKENS, repetition_penalty=1.2),
+                max_sentences=COMPACT_SUMMARY_SENTENCES,
+            )
         return one_off_turn(model, self.instructions, self.prompt, max_attempts=1)
 
 

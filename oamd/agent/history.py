@@ -94,14 +94,21 @@ class Window:
             turn.tokens = counted
         self._counted = len(self.turns)
 
-    def fit(self, fixed_tokens: int, budget: int, *, min_turns: int = 0) -> None:
+    def fit(
+        self,
+        fixed_tokens: int,
+        budget: int,
+        *,
+        min_turns: int = 0,
+        low_water_share: float = LOW_WATER_SHARE,
+    ) -> None:
         """Keeps the window if it fits ``budget`` next to ``fixed_tokens`` (system text, the
         current turn); otherwise drops whole oldest turns until the prompt is within
-        ``LOW_WATER_SHARE`` of the budget (never below ``min_turns`` turns), for good."""
+        ``low_water_share`` of the budget (never below ``min_turns`` turns), for good."""
         total = fixed_tokens + self.tokens
         if total <= budget:
             return
-        low_water = LOW_WATER_SHARE * budget
+        low_water = low_water_share * budget
         dropped = items = entries = 0
         while total > low_water and len(self.turns) - dropped > min_turns:
             turn = self.turns[dropped]

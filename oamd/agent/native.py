@@ -32,6 +32,7 @@ from oamd.agent.events import (
     TurnUsage,
 )
 from oamd.agent.prompt import entries_to_messages, history_window, message_tokens
+from oamd.agent.step_log import StepTimer
 from oamd.agent.stream import Pace, StepStream
 from oamd.agent.tools import (
     RESPOND_DIRECTLY,
@@ -230,17 +231,23 @@ async def _generate(
         shown = state.shown_text = so_far
 
     stream = StepStream(show, pace)
+    timer = StepTimer(spec.model, request)
+    outcome = "failed"
     events = spec.model.generate(request)
     try:
         async for event in events:
             if type(event) is TextDelta:
                 if event.text:
+                    timer.text()
                     await stream.add(event.text)
             elif type(event) is ToolCallRequest:
+                timer.text()
                 requested.append(event)
                 await stream.checkpoint()
             elif type(event) is Usage:
                 state.usage.add(event.input_tokens, event.cached_input_tokens, event.output_tokens)
+                timer.usage(event)
+        outcome = "done"
     except ModelError:
         stream.finish()  # what the model said before it failed is shown, as it came
         raise
@@ -248,6 +255,7 @@ async def _generate(
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
+        timer.log(outcome)
     return stream.finish(), requested
 
 

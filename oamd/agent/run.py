@@ -3,11 +3,13 @@
 It is the top floor of the turn: the vocabulary (``oamd.agent.turn``) is below both loops, the
 loops (``oamd.agent.native`` for models with a tool-call API, ``oamd.agent.envelope`` for
 text-only ones) are below this module, so no import runs back up. Committing the result is the
-caller's.
+caller's. Each turn is logged at debug level (``turn``: its steps, tool calls, tokens, time);
+each of its model steps by the loop (``oamd.agent.step_log``).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -17,8 +19,11 @@ from oamd.agent.events import TurnEvent, TurnResult
 from oamd.agent.native import run_native_turn
 from oamd.agent.stream import Pace
 from oamd.agent.turn import ToolExecutor, TurnSpec
+from oamd.log import get_logger
 
 __all__ = ["run_turn"]
+
+log = get_logger("oamd.agent")
 
 
 async def run_turn(
@@ -40,6 +45,20 @@ async def run_turn(
     # the loop, the JSON constraint and the context budget all read the capabilities: a turn
     # planned before a server was probed would run on guesses (unconstrained JSON on llama.cpp)
     await spec.model.settle_capabilities()
+    started = time.perf_counter()
     if spec.model.capabilities.native_tools:
-        return await run_native_turn(spec, emit, execute, sleep, pace)
-    return await run_envelope_turn(spec, emit, execute, sleep, pace)
+        result = await run_native_turn(spec, emit, execute, sleep, pace)
+    else:
+        result = await run_envelope_turn(spec, emit, execute, sleep, pace)
+    usage = result.usage
+    log.debug(
+        "turn",
+        backend=spec.model.name,
+        steps=[step.kind or "step" for step in result.steps],
+        tool_calls=len(result.records),
+        input_tokens=usage.input_tokens,
+        cached_tokens=usage.cached_input_tokens,
+        output_tokens=usage.output_tokens,
+        total_ms=round((time.perf_counter() - started) * 1000, 1),
+    )
+    return result

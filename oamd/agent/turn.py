@@ -146,6 +146,11 @@ class TurnSettings:
     """Envelope loop: a repeated identical successful call means the model should reply now."""
     retry_guardrail_violations: bool = False
     """Whether a model call that trips the guardrails is retried."""
+    stop: tuple[str, ...] = ()
+    """Reply steps end where one of these starts (speaker labels of lines the model would
+    invent for someone else), besides the model's own end of message."""
+    max_sentences: int | None = None
+    """Reply steps end once this many sentences are complete (an NPC's line)."""
 
     @property
     def retry(self) -> RetryPolicy:
@@ -191,9 +196,17 @@ def one_off_turn(
     history: History | None = None,
     max_attempts: int = DEFAULT_TURN_SETTINGS.max_attempts,
     carried_records: Sequence[ToolRecord] = (),
+    labels: tuple[str, str] | None = None,
+    stop: tuple[str, ...] = (),
+    max_sentences: int | None = None,
 ) -> TurnSpec:
-    """The spec of a turn outside a session: ``TurnSettings``' defaults but for ``sampling`` and
-    ``max_attempts``, and no tools unless given (with their ``policy``)."""
+    """The spec of a turn outside a session: ``TurnSettings``' defaults but for ``sampling``,
+    ``max_attempts``, the ``(user, assistant)`` labels, ``stop`` and ``max_sentences``, and no
+    tools unless given (with their ``policy``)."""
+    user, assistant = labels or (
+        DEFAULT_TURN_SETTINGS.user_label,
+        DEFAULT_TURN_SETTINGS.assistant_label,
+    )
     return TurnSpec(
         model=model,
         instructions=instructions,
@@ -202,6 +215,13 @@ def one_off_turn(
         prompt=prompt,
         history=History() if history is None else history,
         schema=schema,
-        settings=TurnSettings(sampling=sampling, max_attempts=max_attempts),
+        settings=TurnSettings(
+            sampling=sampling,
+            max_attempts=max_attempts,
+            user_label=user,
+            assistant_label=assistant,
+            stop=stop,
+            max_sentences=max_sentences,
+        ),
         carried_records=carried_records,
     )

@@ -10,16 +10,24 @@ byte-stable system prefix costs nothing after the first step.
 
 from __future__ import annotations
 
-import os
+import math
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from oamd.backends.base import ChatMessage, Sampling
+from oamd.backends._llama_scoring import Scorer, parallel_context, shared_length
+from oamd.backends._llama_threads import ThreadPolicy
+from oamd.backends.base import ChatMessage, Sampling, ScoredText
 
-__all__ = ["CHATML_TEMPLATE", "DEFAULT_MAX_OUTPUT_TOKENS", "LlamaRuntime", "llama_cpp_version"]
+__all__ = [
+    "CHATML_TEMPLATE",
+    "DEFAULT_MAX_OUTPUT_TOKENS",
+    "LlamaRuntime",
+    "llama_cpp_version",
+]
 
 DEFAULT_MAX_OUTPUT_TOKENS = 512
 """Output cap of a step whose sampling sets none: a tiny model can ramble to the end of its
@@ -34,6 +42,13 @@ CHATML_TEMPLATE = (
 """The template used when a GGUF file carries none."""
 
 GREEDY_TOP_K = 1
+
+GRAMMAR_CACHE = 64
+"""Compiled grammars kept (a client may send any number of schemas)."""
+
+MAX_ENUMERATED_RANGE = 1000
+"""An integer range up to this many values is constrained as the list of them: llama-cpp-python's
+schema converter ignores ``minimum``/``maximum`` (a price of 1000 came back for ``maximum: 500``)."""
 
 
 def llama_cpp_version() -> str | None:
@@ -67,7 +82,10 @@ class LlamaRuntime:
         import llama_cpp
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-        threads = threads or max(1, (os.cpu_count() or 1) // 2)
+        self.threads = ThreadPolicy(threads)
+        """Each step's thread count: ``threads`` when given, else the cores left free."""
+        threads = self.threads.most
+        self._using = threads
         self.path = path
         self.llm = llama_cpp.Llama(
             model_path=str(path),
@@ -76,6 +94,8 @@ class LlamaRuntime:
             n_threads_batch=threads,
             verbose=False,
         )
+        self._scorer = Scorer(self.llm, parallel_context(self.llm))
+        self.threads.choose()  # the first look: the first step sees the machine since the load
         if ram_cache_bytes > 0:
             self.llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=ram_cache_bytes))
         self.context_size = self.llm.n_ctx()
@@ -88,7 +108,23 @@ class LlamaRuntime:
             bos_token=self._token_text(bos),
             stop_token_ids=[eos] if eos >= 0 else None,
         )
+        self._whole = Jinja2ChatFormatter(  # whole conversations, to score their last message
+            template=template,
+            eos_token=self._token_text(eos),
+            bos_token=self._token_text(bos),
+            add_generation_prompt=False,
+        )
         self._grammars: dict[bytes, Any] = {}
+        self.parameters = int(self.llm._model.n_params())
+        """The model's size, which picks its prompt layout."""
+
+    def pick_threads(self) -> int:
+        """Sets the threads of the next step (``ThreadPolicy``) and returns how many."""
+        threads = self.threads.choose()
+        if threads != self._using:
+            self.llm._ctx.set_n_threads(threads, threads)
+            self._using = threads
+        return threads
 
     def _token_text(self, token: int) -> str:
         if token < 0:
@@ -99,18 +135,48 @@ class LlamaRuntime:
     def description(self) -> str:
         return self.path.name
 
-    def prompt_tokens(self, messages: Sequence[ChatMessage]) -> tuple[list[int], list[str]]:
-        """The chat prompt as tokens, and the stop strings of the template."""
+    def prompt_tokens(
+        self, messages: Sequence[ChatMessage], reply_prefix: str = ""
+    ) -> tuple[list[int], list[str]]:
+        """The chat prompt (and the start of the reply) as tokens, and the template's stops."""
         result = self._formatter(messages=[_message(m) for m in messages])
         tokens = self.llm.tokenize(
-            result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True
+            (result.prompt + reply_prefix).encode("utf-8"),
+            add_bos=not result.added_special,
+            special=True,
         )
         stops = result.stop if isinstance(result.stop, list) else [result.stop]
         return tokens, [s for s in stops if s]
 
+    def _conversation_tokens(self, messages: Sequence[ChatMessage]) -> list[int]:
+        result = self._whole(messages=[_message(m) for m in messages])
+        return self.llm.tokenize(
+            result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True
+        )
+
+    def scored_tokens(self, candidate: ScoredText) -> tuple[list[int], int, int]:
+        """The candidate's conversation as tokens, and where its scored part begins and ends:
+        the tokens that differ from the same conversation without the scored text (the chat
+        template's end of message after it is not scored)."""
+        tokens = self._conversation_tokens(candidate.messages)
+        last = candidate.messages[-1]
+        cut = len(last.content) - len(candidate.scored)
+        without = self._conversation_tokens(
+            [*candidate.messages[:-1], replace(last, content=last.content[:cut])]
+        )
+        start = max(1, min(shared_length(without, tokens), len(tokens) - 1))
+        tail = shared_length(without[::-1], tokens[::-1])
+        end = max(start + 1, min(len(tokens) - tail, len(tokens)))
+        return tokens, start, end
+
+    def score(self, candidates: list[tuple[list[int], int, int]]) -> tuple[list[float], int, int]:
+        """The summed log-probability of each candidate's ``tokens[start:end]`` given what
+        precedes them; how many tokens that took, and how many came from the KV cache."""
+        return self._scorer.score(candidates)
+
     def reusable_prefix(self, tokens: Sequence[int]) -> int:
         """How many leading prompt tokens the KV cache already holds (what ``generate`` skips)."""
-        shared = _shared_length(self.llm.input_ids[: self.llm.n_tokens].tolist(), tokens)
+        shared = shared_length(self.llm.input_ids[: self.llm.n_tokens].tolist(), tokens)
         if shared == len(tokens) and shared:
             shared -= 1  # the last prompt token is decoded again to get fresh logits
         cache = self.llm.cache
@@ -119,22 +185,29 @@ class LlamaRuntime:
                 state = cache[list(tokens)]
             except KeyError:
                 return shared
-            saved = _shared_length(state.input_ids.tolist(), tokens)
+            saved = shared_length(state.input_ids.tolist(), tokens)
             shared = max(shared, min(saved, len(tokens) - 1))
         return shared
 
     def grammar(self, schema: dict[str, Any]) -> Any | None:
-        """A GBNF grammar for ``schema`` (compiled once per schema), or ``None`` when llama.cpp's
-        converter cannot express it; the step then runs unconstrained."""
+        """A GBNF grammar for ``schema`` (compiled once per schema, the ``GRAMMAR_CACHE`` latest
+        kept), or ``None`` when llama.cpp's converter cannot express it; the step then runs
+        unconstrained. Integer ranges the converter ignores become the list of their values."""
         from llama_cpp import LlamaGrammar
 
         key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
-        if key not in self._grammars:
-            try:
-                self._grammars[key] = LlamaGrammar.from_json_schema(key.decode(), verbose=False)
-            except Exception:  # the converter raises bare errors on unsupported keywords
-                self._grammars[key] = None
-        return self._grammars[key]
+        if key in self._grammars:
+            self._grammars[key] = self._grammars.pop(key)  # most recently used last
+            return self._grammars[key]
+        try:
+            text = orjson.dumps(_ranges_as_enums(schema), option=orjson.OPT_SORT_KEYS).decode()
+            grammar = LlamaGrammar.from_json_schema(text, verbose=False)
+        except Exception:  # the converter raises bare errors on unsupported keywords
+            grammar = None
+        self._grammars[key] = grammar
+        if len(self._grammars) > GRAMMAR_CACHE:
+            del self._grammars[next(iter(self._grammars))]
+        return grammar
 
     def start(
         self,
@@ -155,6 +228,8 @@ class LlamaRuntime:
                 options["top_k"] = sampling.top_k
             if sampling.top_p is not None:
                 options["top_p"] = sampling.top_p
+        if sampling.repetition_penalty is not None:
+            options["repeat_penalty"] = sampling.repetition_penalty
         if sampling.seed is not None:
             options["seed"] = sampling.seed
         max_tokens = sampling.max_tokens or DEFAULT_MAX_OUTPUT_TOKENS
@@ -185,10 +260,25 @@ class LlamaRuntime:
         self.llm.close()
 
 
-def _shared_length(a: Sequence[int], b: Sequence[int]) -> int:
-    shared = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        shared += 1
-    return shared
+def _ranges_as_enums(schema: Any) -> Any:
+    """``schema`` with each bounded integer of at most ``MAX_ENUMERATED_RANGE`` values given as
+    an ``enum`` of them, the converter expressing those."""
+    if isinstance(schema, list):
+        return [_ranges_as_enums(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: _ranges_as_enums(value) for key, value in schema.items()}
+    if out.get("type") != "integer" or "enum" in out:
+        return out
+    low, high = out.get("minimum"), out.get("maximum")
+    if isinstance(out.get("exclusiveMinimum"), int | float):
+        low = math.floor(out["exclusiveMinimum"]) + 1
+    if isinstance(out.get("exclusiveMaximum"), int | float):
+        high = math.ceil(out["exclusiveMaximum"]) - 1
+    if not all(isinstance(b, int | float) and math.isfinite(b) for b in (low, high)):
+        return out
+    first, last = math.ceil(low), math.floor(high)
+    if not 0 <= last - first < MAX_ENUMERATED_RANGE:
+        return out
+    kept = {k: v for k, v in out.items() if k in ("description", "title")}
+    return {**kept, "enum": list(range(first, last + 1))}

@@ -24,7 +24,9 @@ MAX_LEARNT_PER_STEP = 4
 """Refusals one step may learn from before its next refusal is its error."""
 
 _STATUS_BAD_REQUEST = 400
-_DROPPABLE = frozenset({"temperature", "top_p", "top_k", "seed", "stream_options"})
+_DROPPABLE = frozenset(
+    {"temperature", "top_p", "top_k", "seed", "stream_options", "stop", "repeat_penalty"}
+)
 _NAMED = re.compile(r"unsupported (?:parameter|value)s?: '(\w+)'", re.IGNORECASE)
 
 

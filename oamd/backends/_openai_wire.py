@@ -88,6 +88,9 @@ MAX_STEP_TOOL_CALL_CHARS = 1024 * 1024
 until the response ends: nothing else bounds them); past it the step fails
 ``generation_failed``."""
 
+MAX_STOP_SEQUENCES = 4
+"""Stop sequences a request carries (OpenAI's API takes at most four)."""
+
 
 @dataclass(frozen=True, slots=True)
 class WireOptions:
@@ -206,6 +209,10 @@ def chat_body(request: GenerationRequest, options: WireOptions, *, stream: bool)
             body["top_p"] = sampling.top_p
     if sampling.seed is not None:
         body["seed"] = sampling.seed
+    if sampling.repetition_penalty is not None and options.sampling_extensions:
+        body["repeat_penalty"] = sampling.repetition_penalty  # llama.cpp's server
+    if request.stop:
+        body["stop"] = list(request.stop[:MAX_STOP_SEQUENCES])
     body[options.output_cap_field] = output_cap(request, options.max_output_tokens)
     for member in options.omitted:
         body.pop(member, None)

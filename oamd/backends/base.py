@@ -27,6 +27,8 @@ __all__ = [
     "ModelCapabilities",
     "ModelError",
     "Sampling",
+    "ScoredText",
+    "Scores",
     "TextDelta",
     "ToolCallRequest",
     "ToolSpec",
@@ -51,6 +53,13 @@ class ModelCapabilities:
     context_size: int = DEFAULT_CONTEXT_SIZE
     """Input + output tokens the model can hold."""
     max_output_tokens: int | None = None
+    scores_text: bool = False
+    """``score`` reports how likely the model finds given texts (token log-probabilities): closed
+    choices (an action, an option, an emotion) are then read off one evaluation, no decoding."""
+    compact_prompts: bool = False
+    """A small model (well under a billion parameters): its turns are laid out for what such a
+    model can follow — short prose instructions, plain chat, free text where words are wanted,
+    closed choices by likelihood — rather than the JSON envelope a larger model reads."""
     append_only_steps: bool = False
     """Text-only models: each step of a turn extends the last step's messages (the model's raw
     reply, then one user message with what is new) instead of re-rendering them, for a backend
@@ -131,6 +140,9 @@ class Sampling:
     top_p: float | None = None
     seed: int | None = None
     max_tokens: int | None = None
+    repetition_penalty: float | None = None
+    """Above 1, tokens already in the recent text are made less likely (llama.cpp's
+    ``repeat_penalty``); small models otherwise copy their own or the user's words."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +168,12 @@ class GenerationRequest:
     """What the step is for: ``answer``, ``structured``, ``decide``, ``toolArguments``…"""
     turn: TurnSnapshot | None = None
     """Set by the envelope loop (see ``TurnSnapshot``); ``None`` on the native loop."""
+    reply_prefix: str = ""
+    """Text the answer starts with: the model continues it (its stream does not repeat it).
+    Backends that cannot continue a reply (chat-completion servers) leave it out."""
+    stop: tuple[str, ...] = ()
+    """Strings that end the step where they start (not part of the text), besides the model's
+    own end of message: speaker labels a reply must not run into."""
     estimated_input_tokens: int | None = None
     """The agent's chars/4 estimate of the whole prompt, from figures it keeps per history turn,
     so a backend without a tokenizer can report usage without reading every message again."""
@@ -181,6 +199,28 @@ class Usage:
 
 
 GenerationEvent = TextDelta | ToolCallRequest | Usage
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredText:
+    """One candidate of a likelihood choice: a conversation whose last message ends with the
+    text scored (``scored``, a suffix of that message's content). The message's end counts too,
+    so a candidate that would go on scores lower than one that is complete."""
+
+    messages: list[ChatMessage]
+    scored: str
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """``LanguageModel.score``'s answer, one entry per candidate, in order."""
+
+    logprobs: tuple[float, ...]
+    """The summed natural-log probability of each candidate's scored tokens."""
+    tokens: tuple[int, ...]
+    """How many tokens each candidate's score sums."""
+    usage: Usage
+    """Tokens evaluated (and served from the cache) for all of them."""
 
 
 def estimate_tokens(text: str) -> int:
@@ -221,6 +261,15 @@ class LanguageModel(ABC):
 
     async def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)
+
+    async def score(self, candidates: list[ScoredText]) -> Scores:
+        """How likely the model finds each candidate's scored text, given what precedes it
+        (``capabilities.scores_text``). Candidates that share their beginning share its cost.
+
+        Raises:
+            ModelError: the model failed; ``invalid_request`` when it cannot score at all.
+        """
+        raise ModelError("invalid_request", f"The {self.name} model cannot score texts.")
 
     async def prefill(self, messages: list[ChatMessage]) -> None:
         """Evaluates the prompt ``messages`` begin, ahead of the step that will send them, into a

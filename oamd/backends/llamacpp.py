@@ -28,6 +28,7 @@ import importlib.util
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -48,17 +49,24 @@ from oamd.backends.base import (
     GenerationRequest,
     LanguageModel,
     ModelCapabilities,
+    ScoredText,
+    Scores,
     TextDelta,
     Usage,
     estimate_tokens,
 )
 from oamd.errors import ModelError
+from oamd.log import get_logger
 
 __all__ = ["DEFAULT_CONTEXT_SIZE", "LlamaCppModel", "packaged_model_path"]
 
 DEFAULT_CONTEXT_SIZE = 4096
 """Tokens of context the model is loaded with (spec option ``ctx``); the agent trims history to
 it, and a prompt that still does not fit fails ``context_size_exceeded``."""
+
+COMPACT_BELOW_PARAMETERS = 1_000_000_000
+"""Models smaller than this get the compact prompt layout (``ModelCapabilities.compact_prompts``):
+SmolLM2-135M follows a short prose persona and plain chat, and garbles the JSON envelope."""
 
 CLOSE_GRACE_SECONDS = 5.0
 """How long a cancelled step waits for its completion to be closed in the worker thread."""
@@ -67,6 +75,8 @@ INSTALL_HINT = "pip install 'oamd[local]'"
 """How to get llama-cpp-python (a CPU build takes about 5 minutes on two cores)."""
 
 _END = object()
+
+log = get_logger("oamd.backends.llamacpp")
 
 
 class _State(enum.Enum):
@@ -107,6 +117,46 @@ def _progress(text: str) -> None:
         pass
 
 
+class _StepClock:
+    """Times one step's phases for its log record: what a slow turn spent where."""
+
+    __slots__ = ("_kind", "_last", "_ms", "_started", "_threads", "first")
+
+    def __init__(self, kind: str, threads: int) -> None:
+        self._kind = kind
+        self._threads = threads
+        self._started = self._last = time.perf_counter()
+        self._ms: dict[str, float] = {}
+        self.first = True
+        """No token has been read yet: the next mark ends the prefill."""
+
+    def mark(self, phase: str) -> None:
+        now = time.perf_counter()
+        self._ms[phase] = self._ms.get(phase, 0.0) + (now - self._last) * 1000
+        self._last = now
+        if phase == "prefill":
+            self.first = False
+
+    def log(self, prompt: int, cached: int, output: int, *, constrained: bool) -> None:
+        ms = self._ms
+        log.debug(
+            "llama_step",
+            kind=self._kind,
+            threads=self._threads,
+            prompt_tokens=prompt,
+            cached_tokens=cached,
+            output_tokens=output,
+            constrained=constrained,
+            tokenize_ms=round(ms.get("tokenize", 0.0), 1),
+            grammar_ms=round(ms.get("grammar", 0.0), 1),
+            first_token_ms=round(
+                ms.get("tokenize", 0.0) + ms.get("grammar", 0.0) + ms.get("prefill", 0.0), 1
+            ),
+            decode_ms=round(ms.get("decode", 0.0), 1),
+            total_ms=round((time.perf_counter() - self._started) * 1000, 1),
+        )
+
+
 class LlamaCppModel(LanguageModel):
     """A GGUF model embedded in the daemon. Safe to share between sessions."""
 
@@ -119,11 +169,16 @@ class LlamaCppModel(LanguageModel):
         context_size: int = DEFAULT_CONTEXT_SIZE,
         threads: int | None = None,
         ram_cache_bytes: int = 0,
+        prompts: str | None = None,
+        choices: str = "likelihood",
     ) -> None:
-        """``path`` ``None`` means the packaged SmolLM2; ``threads`` ``None`` means half the cores
-        (llama.cpp threads wait on each other, so one stalled by a busy core stalls them all);
+        """``path`` ``None`` means the packaged SmolLM2; ``threads`` ``None`` means the cores
+        other processes leave free, picked before each step (``oamd.backends._llama_threads``:
+        llama.cpp's threads wait on each other, so one stalled by a busy core stalls them all);
         ``ram_cache_bytes`` > 0 also keeps whole KV states in RAM (llama-cpp-python's
-        ``LlamaRAMCache``), which helps when several sessions interleave."""
+        ``LlamaRAMCache``), which helps when several sessions interleave; ``prompts`` forces the
+        compact or the full prompt layout (``None``: by the model's size, once loaded);
+        ``choices`` ``generation`` turns likelihood scoring off."""
         self.path = Path(path) if path else None
         self.context_size = context_size
         self.threads = threads
@@ -137,36 +192,48 @@ class LlamaCppModel(LanguageModel):
         self._state = _State.UNLOADED
         self._problem: str | None = None
         self._runtime: LlamaRuntime | None = None
+        self.prompts = prompts
         self.capabilities = ModelCapabilities(
             native_tools=False,
             constrained_json=True,
             prefix_cache=True,
             context_size=context_size,
+            scores_text=choices == "likelihood",
+            compact_prompts=prompts == "compact",
         )
 
     @classmethod
     def from_spec(cls, spec: str) -> LlamaCppModel:
         """``[<path.gguf>][?option=value&…]`` (the part after ``llamacpp:``). Options:
-        ``ctx=<tokens>`` (context, default 4096), ``threads=<n>`` (default: half the cores),
-        ``cache=<MiB>`` (a RAM cache of KV states, default off).
+        ``ctx=<tokens>`` (context, default 4096), ``threads=<n>`` (default: the free cores, step by step),
+        ``cache=<MiB>`` (a RAM cache of KV states, default off), ``prompts=compact|full`` (the
+        prompt layout; default: compact below ``COMPACT_BELOW_PARAMETERS``), ``choices=
+        likelihood|generation`` (how closed choices are made; default likelihood).
 
         Raises:
             ValueError: an option is unknown or malformed.
         """
         path, _, query = spec.partition("?")
         options: dict[str, Any] = {}
-        names = {"ctx": "context_size", "threads": "threads", "cache": "ram_cache_bytes"}
+        numbers = {"ctx": "context_size", "threads": "threads", "cache": "ram_cache_bytes"}
+        words = {"prompts": ("compact", "full"), "choices": ("likelihood", "generation")}
         for key, value in parse_qsl(query, keep_blank_values=True):
-            if key not in names:
-                raise ValueError(
-                    f"llamacpp: unknown option {key!r}; known options: {', '.join(names)}"
-                )
+            if key in words:
+                if value not in words[key]:
+                    raise ValueError(
+                        f"llamacpp: option {key!r} must be {' or '.join(words[key])}; got {value!r}"
+                    )
+                options[key] = value
+                continue
+            if key not in numbers:
+                known = ", ".join([*numbers, *words])
+                raise ValueError(f"llamacpp: unknown option {key!r}; known options: {known}")
             if not value.isdigit() or (int(value) <= 0 and key != "cache"):
                 raise ValueError(
                     f"llamacpp: option {key!r} must be a positive integer; got {value!r}"
                 )
             number = int(value)
-            options[names[key]] = number * 1024 * 1024 if key == "cache" else number
+            options[numbers[key]] = number * 1024 * 1024 if key == "cache" else number
         return cls(path or None, **options)
 
     # ---- availability -------------------------------------------------------------------------
@@ -252,9 +319,17 @@ class LlamaCppModel(LanguageModel):
                         _progress(f"{outcome} in {elapsed:.1f} s\n")
                 self._state = _State.READY if problem is None else _State.FAILED
                 self._problem = problem
+                if self._runtime is not None and self.prompts is None:
+                    small = self._runtime.parameters < COMPACT_BELOW_PARAMETERS
+                    self.capabilities = replace(self.capabilities, compact_prompts=small)
             if self._state is not _State.READY or self._runtime is None:
                 raise ModelError("model_unavailable", self._problem or "The model is closed.")
             return self._runtime
+
+    async def settle_capabilities(self) -> None:
+        """Loads the model (once): its size picks the prompt layout a turn is planned with."""
+        if self._state is _State.UNLOADED and self.prompts is None:
+            await self._loaded()
 
     # ---- generation ---------------------------------------------------------------------------
 
@@ -264,8 +339,11 @@ class LlamaCppModel(LanguageModel):
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
         runtime = await self._loaded()
         async with self._step_gate:
+            clock = _StepClock(request.kind, await self._run(runtime.pick_threads))
             try:
-                tokens, stops = await self._run(runtime.prompt_tokens, request.messages)
+                tokens, stops = await self._run(
+                    runtime.prompt_tokens, request.messages, request.reply_prefix
+                )
             except Exception as exc:  # the model's own chat template refused the messages
                 raise ModelError(
                     "invalid_request", f"The model's chat template rejected the messages: {exc}"
@@ -276,27 +354,70 @@ class LlamaCppModel(LanguageModel):
                     f"The prompt has {len(tokens)} tokens; the model holds "
                     f"{runtime.context_size} (option ctx).",
                 )
+            clock.mark("tokenize")
             grammar = None
             if request.schema is not None:
                 grammar = await self._run(runtime.grammar, request.schema)
+                clock.mark("grammar")
             cached = await self._run(runtime.reusable_prefix, tokens)
+            stops = [*stops, *request.stop]
             chunks = await self._run(runtime.start, tokens, stops, request.sampling, grammar)
+            counted = 0
             try:
                 yield Usage(len(tokens), cached, 0)  # counted even when the reader stops early
                 while True:
                     chunk = await self._run(_next_chunk, chunks)
+                    clock.mark("prefill" if clock.first else "decode")
                     if chunk is _END:
                         break
                     text = chunk["choices"][0].get("text") or ""
                     if text:
+                        # output tokens as they come, so a reader that stops once its answer
+                        # is complete still counts what was decoded for it
+                        # the token whose text this is was sampled, not yet evaluated
+                        decoded = runtime.generated_tokens(len(tokens)) + 1
+                        if decoded > counted:
+                            yield Usage(0, 0, decoded - counted)
+                            counted = decoded
                         yield TextDelta(text)
             except (ValueError, RuntimeError) as exc:  # llama.cpp's own failures
                 raise ModelError("generation_failed", f"llama.cpp failed: {exc}") from exc
             finally:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
                     await self._run(_close_chunks, chunks)
-            output = await self._run(runtime.generated_tokens, len(tokens))
-        yield Usage(0, 0, output)
+                output = runtime.generated_tokens(len(tokens))
+                clock.log(len(tokens), cached, output, constrained=grammar is not None)
+        if output > counted:
+            yield Usage(0, 0, output - counted)
+
+    async def score(self, candidates: list[ScoredText]) -> Scores:
+        """Each candidate's scored text, evaluated past what the KV cache already holds; the
+        candidates' shared beginning is evaluated once."""
+        runtime = await self._loaded()
+        async with self._step_gate:
+            clock = _StepClock("score", await self._run(runtime.pick_threads))
+            try:
+                items = await self._run(lambda: [runtime.scored_tokens(c) for c in candidates])
+            except Exception as exc:
+                raise ModelError(
+                    "invalid_request", f"The model's chat template rejected the messages: {exc}"
+                ) from exc
+            longest = max(len(tokens) for tokens, _, _ in items)
+            if longest >= runtime.context_size:
+                raise ModelError(
+                    "context_size_exceeded",
+                    f"A scored text has {longest} tokens; the model holds "
+                    f"{runtime.context_size} (option ctx).",
+                )
+            clock.mark("tokenize")
+            try:
+                logprobs, evaluated, reused = await self._run(runtime.score, items)
+            except (ValueError, RuntimeError) as exc:
+                raise ModelError("generation_failed", f"llama.cpp failed: {exc}") from exc
+            clock.mark("prefill")
+            clock.log(evaluated, reused, 0, constrained=False)
+        counts = tuple(end - start for _, start, end in items)
+        return Scores(tuple(logprobs), counts, Usage(evaluated, reused, 0))
 
     async def prefill(self, messages: list[ChatMessage]) -> None:
         """Evaluates ``messages``' prompt when the model is loaded and idle; otherwise does
@@ -309,6 +430,7 @@ class LlamaCppModel(LanguageModel):
         except anyio.WouldBlock:
             return  # a step holds the model: it evaluates its own prompt anyway
         try:
+            await self._run(runtime.pick_threads)
             tokens, _ = await self._run(runtime.prompt_tokens, messages)
             if len(tokens) < runtime.context_size:
                 await self._run(runtime.prefill, tokens)

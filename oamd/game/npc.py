@@ -69,6 +69,9 @@ class Npc:
     queue: TurnQueue = field(default_factory=TurnQueue)
     created_at: str = field(default_factory=utc_now)
     fallback_count: int = 0
+    choice_priors: dict[Any, tuple[float, ...]] = field(default_factory=dict)
+    """A small model's likelihoods of closed answers after a neutral exchange, by system text
+    and question (``oamd.game.talk_compact``); not saved, read again when needed."""
     footprint: Footprint = field(default_factory=Footprint)
     """Everything but the history, measured part by part (``set_memory``, ``NpcUpdate``)."""
 

@@ -16,6 +16,7 @@ from oamd.game.persona import Memory, Persona
 
 __all__ = [
     "attitude",
+    "compact_instructions",
     "game_state",
     "memory_note",
     "npc_instructions",
@@ -151,3 +152,38 @@ def game_state(npc: Npc) -> str | None:
     if npc.world_state is None or not npc.options.worldContextPaths:
         return None
     return npc.world_state.summary(list(npc.options.worldContextPaths)) or None
+
+
+def compact_instructions(npc: Npc) -> str:
+    """The system text of a small model's NPC turns: the persona and memory as a few plain
+    sentences in the second person (a small model copies labels and rule lists into its lines)."""
+    p, o, memory = npc.persona, npc.options, npc.memory
+    role = p.role.strip()
+    parts = [f"You are {p.name}, {role.removesuffix('.')}." if role else f"You are {p.name}."]
+    parts += [
+        sentence(text) for text in (p.personality, p.speakingStyle, p.backstory) if text.strip()
+    ]
+    for label, items in (("You want", p.goals), ("You know", p.knowledge)):
+        text = text_list(items)
+        if text:
+            parts.append(f"{label}: {text}")
+    secret = text_list(p.secrets)
+    visibility = npc.secrets_visibility()
+    if secret and visibility == "guarded":
+        parts.append(
+            f"Your secret: {secret} Keep it unless the player has truly earned your trust."
+        )
+    elif secret and visibility == "shareable":
+        parts.append(f"Your secret: {secret} The player has earned your trust; you may share it.")
+    if "changeRelationship" in o.memoryTools or memory.relationship != 0:
+        parts.append(f"You feel {attitude(memory.relationship)} toward the player.")
+    facts = text_list(memory.facts)
+    if facts:
+        parts.append(f"You remember: {facts}")
+    if memory.summary and memory.summary.strip():
+        parts.append(f"Earlier: {sentence(memory.summary)}")
+    if o.extraInstructions and o.extraInstructions.strip():
+        parts.append(o.extraInstructions.strip())
+    # no rule about length or voice: the chat roles make the voice, and a reply stops at its
+    # ``maxSentences``-th sentence while it decodes (every step sends this text again)
+    return " ".join(parts)

@@ -11,8 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from oamd.agent.compaction import CompactionPlan, render_lines
-from oamd.agent.envelope import warm_up
+from oamd.agent.compaction import (
+    COMPACT_SUMMARY_SENTENCES,
+    COMPACT_SUMMARY_TOKENS,
+    CompactionPlan,
+    render_lines,
+)
+from oamd.agent.envelope import chat_messages, chat_window, warm_up
 from oamd.agent.events import TurnEvent
 from oamd.agent.history import entries_size
 from oamd.agent.prompt import turn_starts
@@ -24,10 +29,17 @@ from oamd.agent.turn import ToolExecutor, TurnSpec, one_off_turn
 from oamd.backends.base import Sampling
 from oamd.errors import InvalidRequest, ModelError
 from oamd.game.npc import Npc
-from oamd.game.npc_prompt import game_state, npc_instructions, persona_instructions, render_value
+from oamd.game.npc_prompt import (
+    compact_instructions,
+    game_state,
+    npc_instructions,
+    persona_instructions,
+    render_value,
+)
 from oamd.game.npc_tools import MemoryDraft, new_draft, npc_tools, npc_world_tools
 from oamd.game.persona import Memory
 from oamd.game.talk import LineTracker, TalkOutcome, run_talk, spoken_line, talk_prompt
+from oamd.game.talk_compact import compact_prompt, prime_choices, run_compact_talk
 
 __all__ = [
     "KeptTalk",
@@ -39,21 +51,52 @@ __all__ = [
     "run_bark",
     "talk_turn",
     "warm",
+    "warm_next",
 ]
+
+
+def compact_turns(npc: Npc) -> bool:
+    """Whether the NPC's model takes the compact layout (a small text-only model)."""
+    capabilities = npc.model.capabilities
+    return (
+        capabilities.compact_prompts
+        and not capabilities.native_tools
+        and not capabilities.append_only_steps
+    )
 
 
 def turn_setup(npc: Npc) -> tuple[MemoryDraft, list[ToolDefinition], str]:
     """A talk turn's memory draft, tools and system instructions, as the NPC stands now."""
     draft = new_draft(npc)
     tools = npc_tools(npc, draft, npc_world_tools(npc))
+    if compact_turns(npc):
+        return draft, tools, compact_instructions(npc)
     return draft, tools, npc_instructions(npc, [t.name for t in tools])
 
 
 async def warm(npc: Npc) -> None:
     """The model evaluates the NPC's system text ahead of its first line (background work, a
     text-only model with a prefix cache), so that line finds it cached."""
+    try:
+        await npc.model.settle_capabilities()  # the layout, hence the system text, depends on it
+    except ModelError:
+        return  # the first turn reports it
     _, tools, instructions = turn_setup(npc)
     await warm_up(npc.model, instructions, tools)
+    if compact_turns(npc):
+        await prime_choices(npc, instructions)
+
+
+async def warm_next(npc: Npc) -> None:
+    """The model evaluates the beginning of the NPC's next turn (its system text and the history
+    it will send, the turn just kept included) while the player reads the line: background work
+    that the next turn then finds cached. A small model's only (the full layout's prefix is its
+    system text, which ``warm`` keeps); best effort, as any prefill."""
+    if not compact_turns(npc):
+        return
+    window = chat_window(npc.history)
+    messages = chat_messages(compact_instructions(npc), window, "", ())[:-1]
+    await npc.model.prefill(messages)
 
 
 async def talk_turn(
@@ -73,7 +116,14 @@ async def talk_turn(
     Raises:
         ModelError: the turn failed and no fallback applies.
     """
+    await npc.model.settle_capabilities()
     draft, tools, instructions = turn_setup(npc)
+    if compact_turns(npc):
+        prompt = compact_prompt(line, context, game_state(npc))
+        outcome = await run_compact_talk(
+            npc, line, prompt, choice, instructions, tools, on_event, execute, tracker, pace=pace
+        )
+        return outcome, draft
     prompt = talk_prompt(line, context, game_state(npc))
     outcome = await run_talk(
         npc, prompt, choice, instructions, tools, on_event, execute, tracker, draft, pace=pace
@@ -140,13 +190,18 @@ async def compact(npc: Npc, op: Operation) -> None:
         op.commit()
         return
     cut = starts[len(starts) - o.keepRecentTurns] if o.keepRecentTurns else len(entries)
-    previous = npc.memory.summary
-    prompt = f"Summary so far:\n{previous}\n\n" if previous else ""
-    lines = render_lines(entries[:cut], "Player", npc.persona.name)
-    prompt += "Conversation to fold into the summary:\n" + "\n".join(lines)
-    plan = CompactionPlan(cut, compaction_instructions(npc.persona.name), prompt)
+    if compact_turns(npc):
+        spec = compact_summary_spec(npc)
+    else:
+        previous = npc.memory.summary
+        prompt = f"Summary so far:\n{previous}\n\n" if previous else ""
+        lines = render_lines(entries[:cut], "Player", npc.persona.name)
+        prompt += "Conversation to fold into the summary:\n" + "\n".join(lines)
+        spec = CompactionPlan(cut, compaction_instructions(npc.persona.name), prompt).spec(
+            npc.model
+        )
     try:
-        result = await run_turn(plan.spec(npc.model), lambda event: None, _no_tool)
+        result = await run_turn(spec, lambda event: None, _no_tool)
     except ModelError:
         return  # failures of background compaction are swallowed
     summary = result.text.strip()
@@ -154,6 +209,32 @@ async def compact(npc: Npc, op: Operation) -> None:
     npc.history = npc.history.after(cut)
     if summary:
         npc.set_summary(summary)
+    await warm_next(npc)  # the summary changed the system text: evaluate the new beginning
+
+
+SUMMARY_QUESTION = (
+    "(Sum up what the player and {name} have said so far, in two short sentences, "
+    "in the third person.)"
+)
+"""Asked of a small model at the end of its own chat, whose prefix its KV cache already holds:
+a summary costs the question and the answer, not the conversation again."""
+
+
+def compact_summary_spec(npc: Npc) -> TurnSpec:
+    """A small model's summary turn: the NPC's chat so far (the earlier summary is in its system
+    text), then the question; a few sentences at most."""
+    return one_off_turn(
+        npc.model,
+        compact_instructions(npc),
+        SUMMARY_QUESTION.format(name=npc.persona.name),
+        history=npc.history,
+        max_attempts=1,
+        sampling=Sampling(
+            temperature=0.3, max_tokens=COMPACT_SUMMARY_TOKENS, repetition_penalty=1.2
+        ),
+        stop=("\n",),
+        max_sentences=COMPACT_SUMMARY_SENTENCES,
+    )
 
 
 async def _no_tool(call: Any, tool: Any) -> Any:

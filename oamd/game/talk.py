@@ -38,6 +38,7 @@ __all__ = [
     "reply_schema",
     "run_talk",
     "spoken_line",
+    "talk_policy",
     "talk_prompt",
 ]
 
@@ -263,7 +264,8 @@ def _retry_prompt(prompt: str, records: list[ToolRecord]) -> str:
     return "\n".join(lines)
 
 
-def _policy(npc: Npc, tools: list[ToolDefinition], choice: ToolChoice | None) -> ToolPolicy:
+def talk_policy(npc: Npc, tools: list[ToolDefinition], choice: ToolChoice | None) -> ToolPolicy:
+    """The tool policy of a talk turn: ``choice``, else the grounding tool or the options'."""
     o = npc.options
     if choice is None:
         choice = ToolChoice("tool", o.groundingTool) if o.groundingTool else o.toolChoice
@@ -297,7 +299,7 @@ async def run_talk(
         instructions,
         prompt,
         tools=tools,
-        policy=_policy(npc, tools, choice),
+        policy=talk_policy(npc, tools, choice),
         schema=reply_schema(npc) if structured else None,
         sampling=sampling,
         history=npc.history,

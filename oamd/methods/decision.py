@@ -13,6 +13,7 @@ from oamd.agent.session import parse_sampling
 from oamd.agent.tools import parse_tool_choice, parse_tools
 from oamd.errors import InvalidParams, LimitReached, ModelError
 from oamd.game.decision import DecisionRequest, actor_persona, parse_options
+from oamd.game.decision_compact import decide_compact
 from oamd.limits import MAX_DECISION_CONCURRENCY, MAX_DECISIONS
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_record, encode_usage
@@ -93,7 +94,15 @@ async def _decide(
         out, fallback = only, False
     else:
         try:
-            turn = await run_turn(request.spec(model), driver.emit, driver.execute)
+            await model.settle_capabilities()
+            capabilities = model.capabilities
+            if capabilities.compact_prompts and capabilities.scores_text:
+                out, usage, records = await decide_compact(
+                    request, model, driver.emit, driver.execute
+                )
+                turn = None
+            else:
+                turn = await run_turn(request.spec(model), driver.emit, driver.execute)
         except ModelError as exc:
             if request.fallback_option is None or exc.name not in (
                 "guardrail_violation",
@@ -103,8 +112,10 @@ async def _decide(
             out = {"optionID": request.fallback_option, "reasoning": "", "confidence": 0}
             fallback = True
         else:
-            out = request.result(turn)
-            usage, records, fallback = turn.usage, turn.records, False
+            if turn is not None:
+                out = request.result(turn)
+                usage, records = turn.usage, turn.records
+            fallback = False
     out["toolCalls"] = [encode_record(r) for r in records]
     out["usage"] = encode_usage(usage)
     out["isFallback"] = fallback

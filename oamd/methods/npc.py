@@ -15,7 +15,15 @@ from oamd.agent.tools import parse_tool_choice, parse_tools, tool_count_warning
 from oamd.errors import InvalidParams, OamdError
 from oamd.game.npc import Npc, check_tool_names, prepare_update, tool_names
 from oamd.game.npc_save import read_save, restore_history, save_npc
-from oamd.game.npc_turns import bark_spec, compact, keep_talk, run_bark, talk_turn, warm
+from oamd.game.npc_turns import (
+    bark_spec,
+    compact,
+    keep_talk,
+    run_bark,
+    talk_turn,
+    warm,
+    warm_next,
+)
 from oamd.game.persona import NpcOptions, parse_memory, parse_npc_options, parse_persona
 from oamd.game.talk import LineTracker, TalkOutcome
 from oamd.methods.budget import check_room, held, params_size
@@ -203,6 +211,9 @@ def talk(req: Request) -> Deferred:
             # background summarization, queued ahead of anything sent later; not awaited
             compaction = npc.queue.schedule(partial(compact, npc), follow_up=True)
             req.conn.start_deferred(None, compaction, respond=False)
+        elif npc.model.capabilities.prefix_cache:
+            # while the player reads the line, the model evaluates the next turn's beginning
+            req.conn.start_deferred(None, partial(warm_next, npc), respond=False)
         return _talk_result(npc, outcome, warnings)
 
     return Deferred(held(state, size, npc.queue.schedule(work)))

@@ -1,6 +1,8 @@
 """The envelope tool loop of text-only models (no tool-call API), with the private parts only it uses.
 
-``_loop`` runs a turn in decide/toolArguments/respond/structured steps; ``_parser`` reads what an
+``_loop`` runs a turn in decide/toolArguments/respond/structured steps; ``_compact`` lays a
+small model's steps out as a plain chat and reads which tool a message calls for from the
+model's likelihoods; ``_parser`` reads what an
 answer meant (an envelope, tool arguments); ``_json_reader`` reads the forgiving JSON small
 models write; ``_prompt`` renders each step's prompt and fits the history window; ``_layout``
 lays a step out afresh or continuing the last (append-only backends); ``_model_step``
@@ -11,6 +13,17 @@ loop is ``oamd.agent.run``'s.
 
 from __future__ import annotations
 
-from oamd.agent.envelope._loop import STEP_KINDS, run_envelope_turn, warm_up
+from oamd.agent.envelope._compact import chat_messages, chat_window, turn_facts
+from oamd.agent.envelope._loop import STEP_KINDS, regenerate_reply, run_envelope_turn, warm_up
+from oamd.agent.envelope._reply import SentenceWatch
 
-__all__ = ["STEP_KINDS", "run_envelope_turn", "warm_up"]
+__all__ = [
+    "STEP_KINDS",
+    "SentenceWatch",
+    "chat_messages",
+    "chat_window",
+    "regenerate_reply",
+    "run_envelope_turn",
+    "turn_facts",
+    "warm_up",
+]

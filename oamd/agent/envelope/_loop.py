@@ -17,9 +17,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import anyio
 import orjson
 
 from oamd.agent.envelope._calls import TurnCalls
+from oamd.agent.envelope._compact import (
+    channel_candidates,
+    chat_messages,
+    chat_window,
+    turn_facts,
+)
+from oamd.agent.envelope._fields import is_flat, write_fields
 from oamd.agent.envelope._json_reader import (
     LenientJsonError,
     first_value,
@@ -47,8 +55,9 @@ from oamd.agent.envelope._prompt import (
     respond_task,
     structured_task,
     system_text,
+    tool_catalog,
 )
-from oamd.agent.envelope._reply import ReplyCleaner, ReplyDisplay
+from oamd.agent.envelope._reply import ReplyCleaner, ReplyDisplay, SentenceWatch, whole_sentences
 from oamd.agent.events import (
     PartialValue,
     Step,
@@ -60,10 +69,16 @@ from oamd.agent.events import (
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolDefinition
 from oamd.agent.turn import ToolExecutor, TurnSpec
-from oamd.backends.base import ChatMessage, GenerationRequest, LanguageModel, TurnSnapshot
+from oamd.backends.base import (
+    ChatMessage,
+    GenerationRequest,
+    LanguageModel,
+    Sampling,
+    TurnSnapshot,
+)
 from oamd.errors import InvalidRequest, ModelError
 
-__all__ = ["STEP_KINDS", "run_envelope_turn", "warm_up"]
+__all__ = ["STEP_KINDS", "regenerate_reply", "run_envelope_turn", "warm_up"]
 
 DECIDE, TOOL_ARGUMENTS, RESPOND, STRUCTURED = "decide", "toolArguments", "respond", "structured"
 STEP_KINDS = (DECIDE, TOOL_ARGUMENTS, RESPOND, STRUCTURED)
@@ -112,10 +127,14 @@ async def warm_up(
     """Has a text-only model with a prefix cache evaluate the system text its turns will start
     with (instructions, context note, tool catalog: the same bytes the first step sends), so the
     first turn finds it cached. Best effort; does nothing on other models."""
+    await model.settle_capabilities()
     capabilities = model.capabilities
     if capabilities.native_tools or not capabilities.prefix_cache:
         return
-    system = system_text(instructions, tools, Labels(user_label, assistant_label))
+    if capabilities.compact_prompts and not capabilities.append_only_steps:
+        system = (instructions or "").strip()  # the compact layout sends no catalog
+    else:
+        system = system_text(instructions, tools, Labels(user_label, assistant_label))
     if system:
         await model.prefill([ChatMessage("system", system)])
 
@@ -138,6 +157,35 @@ async def run_envelope_turn(
     return await _EnvelopeTurn(spec, emit, execute, sleep, pace).run()
 
 
+async def regenerate_reply(
+    spec: TurnSpec,
+    result: TurnResult,
+    sampling: Sampling,
+    emit: Callable[[TurnEvent], None],
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+    pace: Pace | None = None,
+) -> TurnResult:
+    """The reply of a finished turn written again with ``sampling``: the same prompt, tool uses
+    and layout, one respond step. The result keeps ``result``'s records, steps and usage, adds
+    the new step's, and its entries end with the new reply (the caller commits them).
+
+    Raises:
+        ModelError: the model failed the step after its retries.
+    """
+    settings = replace(spec.settings, sampling=sampling)
+    turn = _EnvelopeTurn(replace(spec, settings=settings), emit, _no_tool, sleep, pace)
+    turn.entries[:] = [entry for entry in result.entries if entry.get("kind") != "response"]
+    turn.calls.records[:] = result.records
+    turn.steps[:] = result.steps
+    turn.usage = replace(result.usage)
+    turn.rounds = max((step.completed_tool_rounds for step in result.steps), default=0)
+    return await turn._respond_step()
+
+
+async def _no_tool(call: Any, tool: Any) -> Any:
+    raise InvalidRequest("a regenerated reply calls no tools")
+
+
 class _EnvelopeTurn:
     def __init__(
         self,
@@ -153,7 +201,16 @@ class _EnvelopeTurn:
         self.pace = pace
         self.settings = spec.settings
         self.labels = Labels(spec.settings.user_label, spec.settings.assistant_label)
-        self.system = system_text(spec.instructions, spec.tools, self.labels)
+        capabilities = spec.model.capabilities
+        self.compact = capabilities.compact_prompts and not capabilities.append_only_steps
+        """Small model: the chat layout of ``_compact``, no catalog, free-text replies."""
+        self.by_likelihood = self.compact and capabilities.scores_text
+        """Which tool (or none) is chosen from the model's likelihoods, not generated."""
+        self.system = (
+            (spec.instructions or "").strip()
+            if self.compact
+            else system_text(spec.instructions, spec.tools, self.labels)
+        )
         self.by_name = {t.name: t for t in spec.tools}
         self.constrained = spec.model.capabilities.constrained_json
         self.entries: list[dict[str, Any]] = [{"kind": "prompt", "text": spec.prompt}]
@@ -198,7 +255,15 @@ class _EnvelopeTurn:
                 break
             else:
                 allow_respond = not (first and mode == "required")
-                outcome = await self._decide_step(enabled, allow_respond)
+                offered = enabled
+                if self.by_likelihood and not first:
+                    # a small model asked again mostly picks the tool it just used: after a
+                    # round, only the tools not yet used are offered beside the reply
+                    used = {record.call.name for record in self.calls.records}
+                    offered = [tool for tool in enabled if tool.name not in used]
+                    if not offered:
+                        break
+                outcome = await self._decide_step(offered, allow_respond)
             if isinstance(outcome, Respond):
                 break
             if isinstance(outcome, _Failed):
@@ -229,6 +294,8 @@ class _EnvelopeTurn:
     # ---- the steps -----------------------------------------------------------------------------
 
     async def _decide_step(self, tools: Sequence[ToolDefinition], allow_respond: bool) -> _Outcome:
+        if self.by_likelihood:
+            return await self._likely_step(tools, allow_respond)
         names = [t.name for t in tools]
         mode = "allowed" if allow_respond else "required"
         schema = decide_schema(tools, allow_respond) if self.constrained else None
@@ -236,6 +303,8 @@ class _EnvelopeTurn:
         failure = _Failed(None, {}, NOT_AN_OBJECT)
         for attempt in range(STEP_TRIES):
             task = decide_task(tools, allow_respond, self.labels, self.spec.prompt, repair)
+            if self.compact:  # no catalog in the system text: the task carries it
+                task = f"{tool_catalog(tools, self.labels)}\n\n{task}"
             request, trimmed = await self._request(DECIDE, task, schema)
             self._start(DECIDE, mode, names, trimmed, attempt > 0)
             text = await self._generate(request, stop_early=True)
@@ -254,6 +323,48 @@ class _EnvelopeTurn:
                 failure = _Failed(tool, arguments, problem)
             repair = (failure.problem, text)
         return failure
+
+    async def _likely_step(self, tools: Sequence[ToolDefinition], allow_respond: bool) -> _Outcome:
+        """The decide step of a model that scores texts: the most likely reading of the user's
+        message (``_compact.channel_candidates``) picks the tool, or no tool; the arguments of
+        a tool that takes some come from a toolArguments step."""
+        options: list[ToolDefinition | None] = [*tools, None] if allow_respond else list(tools)
+        window = chat_window(self.spec.history, trim=self.settings.trim_history)
+        candidates = channel_candidates(
+            self.system, window, self.spec.prompt, self._facts(), options, self.labels
+        )
+        mode = "allowed" if allow_respond else "required"
+        self._start(DECIDE, mode, [t.name for t in tools], window.trimmed, False)
+        model = self.spec.model
+        scores = await self.settings.retry.run(lambda: model.score(candidates), self.sleep)
+        self.usage.add(scores.usage.input_tokens, scores.usage.cached_input_tokens, 0)
+        best = max(range(len(options)), key=scores.logprobs.__getitem__)
+        tool = options[best]
+        if tool is None:
+            return Respond()
+        outcome = await self._arguments_step(tool)
+        if (
+            isinstance(outcome, _Chosen)
+            and self.settings.dedupe_tool_calls
+            and self.calls.repeats(tool, outcome.arguments)
+        ):
+            return Respond()  # the same call again: the model has what it needs
+        return outcome
+
+    def _reply_stops(self) -> tuple[str, ...]:
+        """Where a reply ends besides the model's end of message: the turn's own stops, else, in
+        the compact layout, a line the model starts for someone else (a small model writes the
+        user's next line too: "The North Gate is open.\nUser: Please go ahead…")."""
+        if self.settings.stop or not self.compact:
+            return self.settings.stop
+        labels = dict.fromkeys(
+            (self.labels.user, self.labels.assistant, "User", "Assistant")
+        )  # in order, once each
+        return tuple(f"\n{label}:" for label in labels)
+
+    def _facts(self) -> list[str]:
+        """This turn's tool results as the compact layout shows them."""
+        return turn_facts(self.entries)
 
     async def _arguments_step(self, tool: ToolDefinition) -> _Outcome:
         if is_parameterless(tool.parameters):
@@ -281,17 +392,25 @@ class _EnvelopeTurn:
     async def _respond_step(self) -> TurnResult:
         plain = self._plain()
         task = (
-            "" if plain else respond_task(self.labels, self.spec.prompt, bool(self.calls.records))
+            ""
+            if plain or self.compact
+            else respond_task(self.labels, self.spec.prompt, bool(self.calls.records))
         )
         request, trimmed = await self._request(RESPOND, task, None, plain=plain)
         self._start(RESPOND, "disallowed", [], trimmed, False)
         cleaner = ReplyCleaner(self.labels.assistant)
+        limit = self.settings.max_sentences
+        output_before = self.usage.output_tokens
         raw = await self._generate(
             request,
             on_text=lambda so_far: self.display.show(cleaner.visible(so_far)),
             on_retry=self.display.restart,
+            stop_when=SentenceWatch(limit) if limit else None,
         )
         text = cleaner.final(raw)
+        cap = request.sampling.max_tokens
+        if self.compact and cap and self.usage.output_tokens - output_before >= cap:
+            text = whole_sentences(text)  # cut by the output limit: end at its last sentence
         self.display.finish(text)
         self.entries.append({"kind": "response", "text": text})
         return self._result(text)
@@ -299,6 +418,8 @@ class _EnvelopeTurn:
     async def _structured_step(self) -> TurnResult:
         schema = self.spec.schema
         assert schema is not None
+        if self.by_likelihood and is_flat(schema.generation):
+            return await self._fields_step()
         arrays = schema.generation.get("type") == "array"
         plain = self._plain()
         repair: Repair | None = None
@@ -330,10 +451,40 @@ class _EnvelopeTurn:
             f"The structured answer stayed invalid after a repair attempt: {problem}.",
         )
 
+    async def _fields_step(self) -> TurnResult:
+        """A flat object written a value at a time (``_fields``): words as text, closed values
+        by likelihood, the JSON around them the daemon's."""
+        schema = self.spec.schema
+        assert schema is not None
+        task = structured_task(schema.generation, self.labels, self.spec.prompt, plain=False)
+        request, trimmed = await self._request(STRUCTURED, task, None)
+        self._start(STRUCTURED, "disallowed", [], trimmed, False)
+        value = await write_fields(
+            self.spec.model,
+            request.messages,
+            schema.generation,
+            request,
+            self.usage,
+            self._generate,
+        )
+        ordered, problems = schema.accept(value)
+        if problems:
+            raise ModelError(
+                "generation_failed",
+                f"The structured answer does not match the required form: "
+                f"{join_problems(problems)}.",
+            )
+        self.emit(PartialValue(ordered))
+        compact = orjson.dumps(ordered).decode()
+        self.entries.append({"kind": "response", "text": compact, "structured": ordered})
+        return self._result(compact, ordered, True)
+
     # ---- model steps ---------------------------------------------------------------------------
 
     def _plain(self) -> bool:
         """A first request with nothing before it: the prompt is sent as it is."""
+        if self.compact:
+            return False  # the compact layout always sends the prompt as it is
         if self.layout.continues:
             return False
         return not self.spec.history and not self.calls.lines and bool(self.spec.prompt.strip())
@@ -348,7 +499,12 @@ class _EnvelopeTurn:
     async def _request(
         self, kind: str, task: str, schema: dict[str, Any] | None, *, plain: bool = False
     ) -> tuple[GenerationRequest, int]:
-        messages, trimmed = await self.layout.messages(task, plain)
+        if self.compact:
+            window = chat_window(self.spec.history, trim=self.settings.trim_history)
+            messages = chat_messages(self.system, window, self.spec.prompt, self._facts(), task)
+            trimmed = window.trimmed
+        else:
+            messages, trimmed = await self.layout.messages(task, plain)
         sampling = self.settings.sampling
         if kind in (DECIDE, TOOL_ARGUMENTS) and self.layout.thread is None:
             # a continued conversation keeps the sampling it was opened with: the turn's
@@ -362,6 +518,7 @@ class _EnvelopeTurn:
             schema=schema if self.constrained else None,
             sampling=sampling,
             kind=kind,
+            stop=self._reply_stops() if kind == RESPOND else (),
             turn=TurnSnapshot(self.spec.prompt, tuple(self.calls.outputs)),
         )
         return request, trimmed

@@ -14,6 +14,7 @@ from typing import Any
 
 from oamd.agent.envelope._json_reader import CompletionWatch, streaming_value
 from oamd.agent.events import PartialValue, TurnEvent, TurnUsage
+from oamd.agent.step_log import StepTimer
 from oamd.agent.stream import Pace, StepStream
 from oamd.agent.turn import RetryPolicy
 from oamd.backends.base import (
@@ -47,19 +48,24 @@ async def run_model_step(
     stop_early: bool = False,
     arrays: bool = False,
     chatter_chars: int = 0,
+    stop_when: Callable[[str], int | None] | None = None,
 ) -> str:
     """The step's text. ``on_text`` sees the text so far as ``StepStream`` paces it (always the
     whole text last); ``pace`` is awaited after each of those; ``on_retry`` runs before a
     retried attempt; ``stop_early`` ends the read at the first complete JSON object (or
     array, with ``arrays``) — or, with ``chatter_chars``, once that many characters followed it
-    (a model may end by itself meanwhile, which keeps an append-only conversation going on).
+    (a model may end by itself meanwhile, which keeps an append-only conversation going on);
+    ``stop_when``, fed each delta, ends the read once it returns a length, which the step's
+    text is then cut to (a sentence limit).
 
     Raises:
         ModelError: the model failed, and ``retry`` does not retry the failure or the attempts
             ran out.
     """
     return await retry.run(
-        lambda: _read(model, request, usage, on_text, pace, stop_early, arrays, chatter_chars),
+        lambda: _read(
+            model, request, usage, on_text, pace, stop_early, arrays, chatter_chars, stop_when
+        ),
         sleep,
         on_retry=on_retry,
     )
@@ -74,8 +80,12 @@ async def _read(
     stop_early: bool,
     arrays: bool,
     chatter_chars: int,
+    stop_when: Callable[[str], int | None] | None,
 ) -> str:
     stream = StepStream(on_text, pace)
+    timer = StepTimer(model, request)
+    outcome = "failed"
+    cut: int | None = None
     watch = CompletionWatch(arrays=arrays) if stop_early else None
     reported = False
     complete_at: int | None = None
@@ -85,6 +95,15 @@ async def _read(
             if type(event) is TextDelta:
                 if not event.text:
                     continue
+                timer.text()
+                if stop_when is not None:
+                    cut = stop_when(event.text)
+                    if cut is not None:  # shown only up to the cut, never past it
+                        kept = event.text[: cut - stream.length]
+                        if kept:
+                            await stream.add(kept)
+                        outcome = "stopped"
+                        break
                 await stream.add(event.text)
                 if (
                     watch is not None
@@ -93,10 +112,14 @@ async def _read(
                 ):
                     complete_at = stream.length
                 if complete_at is not None and stream.length - complete_at >= chatter_chars:
+                    outcome = "stopped"
                     break  # the answer is complete; the rest would be chatter
             elif type(event) is Usage:
                 usage.add(event.input_tokens, event.cached_input_tokens, event.output_tokens)
+                timer.usage(event)
                 reported = True
+        else:
+            outcome = "done"
     except ModelError:
         stream.finish()  # what the model said before it failed is shown, as it came
         raise
@@ -104,6 +127,7 @@ async def _read(
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
+        timer.log(outcome)
     text = stream.finish()
     if not reported:
         prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)

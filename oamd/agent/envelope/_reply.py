@@ -15,12 +15,14 @@ from collections.abc import Callable
 
 from oamd.agent.events import TextUpdated, TurnEvent
 
-__all__ = ["ReplyCleaner", "ReplyDisplay"]
+__all__ = ["ReplyCleaner", "ReplyDisplay", "SentenceWatch", "whole_sentences"]
 
 _DEFAULT_LABEL = "assistant"
 _TOOL_ECHO = re.compile(r"\[[A-Za-z_][\w.\-]*(?: \{[^\n]*?\})? → [^\n]*?\]")
 _SPACE_RUNS = re.compile(r"[ \t]{2,}")
 _AFTER_LABEL = "*_ \t\r\n"
+_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)")
+"""A sentence's end: its closing punctuation (and quotes), once something follows it."""
 
 
 class ReplyCleaner:
@@ -83,3 +85,44 @@ class ReplyDisplay:
         """Shows the final text unless it only drops trailing whitespace from what was shown."""
         if text not in (self.shown, self.shown.rstrip()):
             self.show(text)
+
+
+class SentenceWatch:
+    """Tells where a streamed reply completes its ``limit``-th sentence. Fed each delta, it
+    keeps only a short tail of the text, so a long reply costs it O(length)."""
+
+    _TAIL = 8
+    """Characters kept between deltas: a sentence's end may straddle a delta's edge."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._seen = 0
+        self._counted_to = 0
+        self._tail = ""
+        self._offset = 0
+        """Where ``_tail`` starts in the whole text."""
+
+    def __call__(self, delta: str) -> int | None:
+        """The length to cut the text to once it holds ``limit`` sentences, else ``None``."""
+        text = self._tail + delta
+        for match in _SENTENCE_END.finditer(text):
+            end = self._offset + match.end()
+            if end <= self._counted_to:
+                continue
+            self._counted_to = end
+            self._seen += 1
+            if self._seen >= self._limit:
+                return end
+        keep = min(len(text), self._TAIL)
+        self._tail = text[len(text) - keep :]
+        self._offset += len(text) - keep
+        return None
+
+
+def whole_sentences(text: str) -> str:
+    """``text`` up to its last complete sentence, when it has one and ends mid-sentence."""
+    stripped = text.rstrip()
+    if not stripped or stripped[-1] in ".!?…\"'”’)]":
+        return stripped
+    ends = list(_SENTENCE_END.finditer(stripped))
+    return stripped[: ends[-1].end()] if ends else stripped

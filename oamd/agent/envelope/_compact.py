@@ -1,0 +1,170 @@
+"""The compact layout of a text-only turn, for small models (``capabilities.compact_prompts``).
+
+A model of a few hundred million parameters follows a short prose system text and a plain chat; a
+labelled transcript, a tool catalog and a JSON envelope it copies or garbles (measured on
+SmolLM2-135M: its lines were ``5``, the user's own words, ``emotion:``). So here the system text is
+the instructions alone; each history turn is a user message (the prompt, then one line per fact its
+tools gave, in parentheses) and an assistant message (the reply); the current turn is a user
+message of the same form, followed by the step's task when the step has one. Each turn is rendered
+by the same function when it is sent and when it is history, so the next turn's prompt repeats,
+byte for byte, what the last reply step sent and the KV cache holds. The history window holds at
+most ``HISTORY_TOKENS`` and, once over, drops to ``HISTORY_LOW_WATER_SHARE`` of it: consecutive
+turns share their first tokens, and a small model sees little of its own past wording to copy.
+
+Which tool a message calls for (or none) is chosen, where the backend scores texts, the *noisy
+channel* way: the candidates are the same user message preceded by one reading of what the user
+wants (a tool's description, or just talk), and the one under which the model finds the message
+itself most likely wins. A small model predicts text far better than it judges: on the eval's 23
+tool-choice lines, SmolLM2-135M picked right 18 times this way, 5 times scoring the tool's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from oamd.agent.envelope._prompt import MAX_TOOL_OUTPUT_CHARS, Labels
+from oamd.agent.history import History, Window
+from oamd.agent.tools import ToolDefinition, ToolOutput
+from oamd.backends.base import ChatMessage, ScoredText, estimate_tokens
+from oamd.jsonvalue import dumps
+
+__all__ = [
+    "HISTORY_LOW_WATER_SHARE",
+    "HISTORY_TOKENS",
+    "JUST_TALK",
+    "channel_candidates",
+    "chat_messages",
+    "chat_window",
+    "fact_line",
+    "turn_facts",
+    "user_text",
+]
+
+HISTORY_TOKENS = 320
+"""Most tokens of history a compact step shows: a few exchanges. More costs prefill time and
+gives a small model more of its own wording to repeat."""
+
+HISTORY_LOW_WATER_SHARE = 0.4
+"""Once over ``HISTORY_TOKENS``, whole oldest turns go until the history is at most this share of
+it, so the window then stays put for a few turns (and the cache keeps hitting)."""
+
+JUST_TALK = "Just chat"
+"""The reading of a message that calls for no tool."""
+
+
+def _plain(value: Any) -> str:
+    """A tool's output or arguments as a small model reads them: ``stew 5, ale 3``."""
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {_plain(item)}" for key, item in value.items())
+    if isinstance(value, list):
+        return ", ".join(_plain(item) for item in value)
+    if isinstance(value, str):
+        return value.strip()
+    return dumps(value).decode()
+
+
+def fact_line(name: str, arguments: dict[str, Any], output: ToolOutput) -> str:
+    """``(Facts you just looked up: stew 5, ale 3.)``; a failed call says so. SmolLM2-135M used
+    the facts in this form more often than under the tool's name (6 of 8 replies, 3 of 8)."""
+    if output.is_error:
+        called = f"{name} {_plain(arguments)}" if arguments else name
+        return f"({called} failed: {output.model_text.strip()[:MAX_TOOL_OUTPUT_CHARS]})"
+    text = _plain(output.value)
+    if len(text) > MAX_TOOL_OUTPUT_CHARS:
+        text = text[:MAX_TOOL_OUTPUT_CHARS] + "… (truncated)"
+    return f"(Facts you just looked up: {text.rstrip('.')}.)"
+
+
+def user_text(prompt: str, facts: Sequence[str]) -> str:
+    """A turn's user message: the prompt, then the facts its tools gave."""
+    return "\n".join([prompt.strip(), *facts]).strip()
+
+
+def turn_facts(entries: Sequence[dict[str, Any]]) -> list[str]:
+    """The facts a turn's tools gave, one ``fact_line`` per output, in order."""
+    arguments: dict[str, dict[str, Any]] = {}
+    facts: list[str] = []
+    for entry in entries:
+        kind = entry.get("kind")
+        if kind == "toolCalls":
+            for call in entry["calls"]:
+                arguments[call["id"]] = call["arguments"]
+        elif kind == "toolOutput":
+            output = ToolOutput(entry["outputKind"], entry["output"])
+            facts.append(fact_line(entry["name"], arguments.get(entry["callId"], {}), output))
+    return facts
+
+
+def _turn_messages(entries: Sequence[dict[str, Any]]) -> tuple[list[ChatMessage], int]:
+    prompt = next((e["text"] for e in entries if e.get("kind") == "prompt"), "")
+    reply = next((e["text"] for e in reversed(entries) if e.get("kind") == "response"), "")
+    messages = []
+    text = user_text(prompt, turn_facts(entries))
+    if text:
+        messages.append(ChatMessage("user", text))
+    if reply.strip():
+        messages.append(ChatMessage("assistant", reply.strip()))
+    return messages, estimate_tokens(text + reply)
+
+
+def chat_window(history: History, *, trim: bool = True) -> Window:
+    """The history turns a compact step shows, as chat messages, trimmed with hysteresis (unless
+    the session turned trimming off)."""
+    window = history.window("chat", _turn_messages)
+    if trim:
+        window.fit(0, HISTORY_TOKENS, low_water_share=HISTORY_LOW_WATER_SHARE)
+    return window
+
+
+def chat_messages(
+    system: str, window: Window, prompt: str, facts: Sequence[str], task: str = ""
+) -> list[ChatMessage]:
+    """A compact step's messages: the system text, the history, and the current user message
+    (with the step's task after it, when it has one)."""
+    messages = [ChatMessage("system", system)] if system else []
+    messages.extend(_alternating(window.items))
+    text = user_text(prompt, facts)
+    if task:
+        text = f"{text}\n\n{task}" if text else task
+    messages.append(ChatMessage("user", text))
+    return messages
+
+
+def _alternating(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """History messages with no two user messages in a row (a turn whose reply failed has none):
+    chat templates of small models expect the roles to alternate."""
+    out: list[ChatMessage] = []
+    for message in messages:
+        if out and out[-1].role == "user" == message.role:
+            out[-1] = ChatMessage("user", f"{out[-1].content}\n{message.content}")
+        else:
+            out.append(message)
+    return out
+
+
+def _reading(tool: ToolDefinition | None) -> str:
+    if tool is None:
+        return JUST_TALK
+    text = tool.description.strip().rstrip(".") or tool.name.replace("_", " ")
+    return text
+
+
+def channel_candidates(
+    system: str,
+    window: Window,
+    prompt: str,
+    facts: Sequence[str],
+    tools: Sequence[ToolDefinition | None],
+    labels: Labels,
+) -> list[ScoredText]:
+    """One candidate per tool (``None``: no tool): the current user message preceded by that
+    reading of what the user wants, the message itself scored."""
+    base = chat_messages(system, window, "", ())[:-1]
+    message = prompt.strip() or "…"
+    candidates = []
+    for tool in tools:
+        wants = f"(The {labels.user} wants this from {labels.assistant}: {_reading(tool)}.)"
+        text = "\n".join([*facts, wants, message])
+        candidates.append(ScoredText([*base, ChatMessage("user", text)], message))
+    return candidates

@@ -1,0 +1,107 @@
+"""The line guard of a small model's NPC turn: what may be spoken, and the words cleaned of the
+rest.
+
+A line is refused when it is empty, carries residue of a format (JSON, field names, a speaker
+label, a chat-template token), or copies the player's line or one of the NPC's own lines the model
+can see: mostly the same words in the same order, or a run of ``COPIED_RUN_WORDS`` of them (a
+small model carries whole clauses from line to line). Pure functions of text; the turn
+(``oamd.game.talk_compact``) decides what a refusal costs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from oamd.game.talk import spoken_line
+
+__all__ = [
+    "COPIED_RUN_WORDS",
+    "COPY_SIMILARITY",
+    "clean_line",
+    "line_problems",
+    "strip_stage_directions",
+    "words",
+]
+
+COPY_SIMILARITY = 0.75
+"""A line sharing this share of its words, in order, with another counts as a copy of it."""
+
+COPIED_RUN_WORDS = 6
+"""A line repeating this many consecutive words of another counts as a copy ("I'm looking
+forward to your choice: two slices of bread…" came back in four lines out of ten)."""
+
+RESIDUE = re.compile(
+    r"[{}<>]|\b(?:emotion|player_options|ends_conversation|line)\s*[:=]|\"\w+\"\s*:|"
+    r"^\s*(?:user|player|assistant|system)\s*:",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""Signs of a format in a line: braces, field names, role labels, template tokens."""
+
+_STAGE_DIRECTION = re.compile(r"\s*(?:\([^()]{0,80}\)|\*[^*]{1,80}\*)\s*")
+_WORD = re.compile(r"[\w']+")
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def strip_stage_directions(text: str) -> str:
+    """``(smiles)`` and ``*winks*`` are not spoken."""
+    return " ".join(_STAGE_DIRECTION.sub(" ", text).split())
+
+
+def clean_line(text: str, speaker: str) -> str:
+    """The words spoken: the first line only, a speaker label, stage directions and wrapping
+    quotes gone."""
+    line = spoken_line(text.split("\n", 1)[0], speaker)
+    return spoken_line(strip_stage_directions(line), speaker)
+
+
+def _subsequence(a: list[str], b: list[str]) -> int:
+    """Length of the longest common subsequence of two short word lists."""
+    previous = [0] * (len(b) + 1)
+    for x in a:
+        current = [0]
+        for j, y in enumerate(b):
+            current.append(previous[j] + 1 if x == y else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1]
+
+
+def _longest_run(a: list[str], b: list[str]) -> int:
+    """Length of the longest run of consecutive words in both."""
+    best, previous = 0, [0] * (len(b) + 1)
+    for x in a:
+        current = [0]
+        for j, y in enumerate(b):
+            run = previous[j] + 1 if x == y else 0
+            current.append(run)
+            best = max(best, run)
+        previous = current
+    return best
+
+
+def copies(line: str, other: str) -> bool:
+    """Whether ``line`` is mostly ``other``'s words in ``other``'s order, or repeats a run of
+    ``COPIED_RUN_WORDS`` of them."""
+    a, b = words(line), words(other)
+    if not a or not b:
+        return False
+    common = _subsequence(a, b)
+    if common >= COPY_SIMILARITY * len(a) or common >= COPY_SIMILARITY * len(b) > 3:
+        return True
+    return _longest_run(a, b) >= COPIED_RUN_WORDS
+
+
+def line_problems(line: str, player_line: str, earlier_lines: list[str]) -> list[str]:
+    """Why ``line`` must not be spoken (nothing when it may be)."""
+    if not words(line):
+        return ["empty"]
+    problems = []
+    if RESIDUE.search(line):
+        problems.append("format residue")
+    if player_line.strip() and copies(line, player_line):
+        problems.append("copies the player")
+    if any(copies(line, earlier) for earlier in earlier_lines if earlier.strip()):
+        problems.append("repeats itself")
+    return problems

@@ -1,0 +1,295 @@
+"""An NPC's dialogue turn on a small model (``capabilities.compact_prompts``): the words as free
+text, only what must be closed chosen from a closed set.
+
+A model of a few hundred million parameters writes a passable in-character sentence as plain chat
+and garbles the same sentence inside a JSON object (``"line": "🍌🍌🍌"``, ``emotion:``). So the
+turn is: the tool loop in the compact layout (which tool, if any, read off the model's likelihoods;
+``oamd.agent.envelope``), then the line as free text, ending at a newline or once the persona's
+``maxSentences`` are complete; then, where the backend scores texts, the emotion and whether the
+line ends the conversation chosen by likelihood — each answer's lift over its likelihood after a
+neutral exchange, since a small model says ``yes`` and ``happy`` to nearly anything — and the
+player's options written as one numbered list. A line the guard (``oamd.game.line_guard``) refuses
+is written once more with hotter sampling and a harder repetition penalty, then replaced by a
+fallback line as the reference's fallback rule says (the exchange is not kept). Scripted models
+never come here: the reference's tests script exact lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from oamd.agent.envelope import chat_messages, chat_window, regenerate_reply, turn_facts
+from oamd.agent.events import TurnEvent, TurnResult, TurnUsage
+from oamd.agent.history import History
+from oamd.agent.run import run_turn
+from oamd.agent.stream import Pace
+from oamd.agent.tools import ToolChoice, ToolDefinition
+from oamd.agent.turn import ToolExecutor, TurnSpec, one_off_turn
+from oamd.backends.base import (
+    ChatMessage,
+    GenerationRequest,
+    Sampling,
+    ScoredText,
+    TextDelta,
+    Usage,
+)
+from oamd.errors import ModelError
+from oamd.game.line_guard import RESIDUE, clean_line, line_problems, strip_stage_directions, words
+from oamd.game.npc import Npc
+from oamd.game.npc_prompt import render_value
+from oamd.game.talk import LineTracker, TalkOutcome, spoken_line, talk_policy
+
+__all__ = ["compact_prompt", "prime_choices", "run_compact_talk"]
+
+LINE_TEMPERATURE = 0.7
+"""Sampling of a line when the NPC sets none: greedy decoding makes a small model repeat the
+player's words or its own last line."""
+
+LINE_TOP_P = 0.9
+LINE_REPETITION_PENALTY = 1.2
+LINE_MAX_TOKENS = 64
+"""A line's output cap when ``maximumResponseTokens`` is unset: a few short sentences."""
+
+RETRY_TEMPERATURE = 0.95
+RETRY_REPETITION_PENALTY = 1.4
+"""The one retry of a refused line samples hotter and penalises repeats harder."""
+
+OPTION_MAX_TOKENS = 10
+"""Output cap per player option (the options are written in one step, as a numbered list)."""
+
+NEUTRAL_EXCHANGE = (ChatMessage("user", "Hello."), ChatMessage("assistant", "Hello."))
+"""What the priors of closed choices are read after (a content-free exchange)."""
+
+MAX_CHOICE_PRIORS = 16
+"""Priors an NPC keeps (one per system text and question); past it they are read again."""
+
+_NUMBERED = re.compile(r"(?:^|\s)\d{1,2}[.):]\s*")
+
+
+def compact_prompt(line: str, context: Any, game_state: str | None) -> str:
+    """The user message of a turn: the player's words, then the situation in parentheses."""
+    spoken = line.strip() or "(The player says nothing.)"
+    parts = [spoken]
+    situation = render_value(context).strip() if context is not None else ""
+    if situation:
+        parts.append(f"(Situation: {situation})")
+    if game_state and game_state.strip():
+        parts.append(f"(Game state: {game_state.strip()})")
+    return "\n".join(parts)
+
+
+async def run_compact_talk(
+    npc: Npc,
+    player_line: str,
+    prompt: str,
+    choice: ToolChoice | None,
+    instructions: str,
+    tools: list[ToolDefinition],
+    emit: Callable[[TurnEvent], None],
+    execute: ToolExecutor,
+    tracker: LineTracker,
+    *,
+    pace: Pace | None = None,
+) -> TalkOutcome:
+    """Runs the turn; raises ``ModelError`` when it fails and no fallback applies. Memory the
+    tools stage goes to the caller's draft through the tools themselves."""
+    o, name = npc.options, npc.persona.name
+    sampling = Sampling(
+        temperature=LINE_TEMPERATURE if o.temperature is None else o.temperature,
+        top_p=LINE_TOP_P,
+        max_tokens=o.maximumResponseTokens or LINE_MAX_TOKENS,
+        repetition_penalty=LINE_REPETITION_PENALTY,
+    )
+    spec = one_off_turn(
+        npc.model,
+        instructions,
+        prompt,
+        tools=tools,
+        policy=talk_policy(npc, tools, choice),
+        sampling=sampling,
+        history=npc.history,
+        labels=("player", name),
+        stop=("\n",),
+        max_sentences=max(1, npc.persona.maxSentences),
+    )
+    result = await run_turn(spec, emit, execute, pace=pace)
+    line = clean_line(result.text, name)
+    # what the line may not copy: the NPC's own lines it can see, and its persona text
+    earlier = [m.content for m in _conversation(spec, result) if m.role == "assistant"]
+    earlier.append(instructions)
+    if line_problems(line, player_line, earlier):
+        hotter = Sampling(
+            temperature=max(RETRY_TEMPERATURE, sampling.temperature or 0.0),
+            top_p=LINE_TOP_P,
+            max_tokens=sampling.max_tokens,
+            repetition_penalty=RETRY_REPETITION_PENALTY,
+        )
+        # written again without the history: a small model copies what it can see, and its
+        # repetition penalty does not reach back into the prompt
+        spec = replace(spec, history=History())
+        result = await regenerate_reply(spec, result, hotter, emit, pace=pace)
+        line = clean_line(result.text, name)
+        if line_problems(line, player_line, earlier):
+            return _fallback(npc, result, tracker)
+    # the closed choices and the options read on from the reply step's own conversation (the
+    # KV cache holds it; after a retry, the one without the history)
+    usage = result.usage
+    entries = [
+        {**entry, "text": line} if entry.get("kind") == "response" else entry
+        for entry in result.entries
+    ]
+    said = [*_conversation(spec, result), ChatMessage("assistant", line)]
+    emotion = await _emotion(npc, said, usage)
+    ends = o.canEndConversation and await _ends_conversation(npc, said, usage)
+    options = await _player_options(npc, said, line, usage) if o.playerOptionCount else []
+    outcome = TalkOutcome(line, emotion, options, ends, list(result.records), usage)
+    outcome.entries = entries
+    tracker.finish(line, emotion)
+    return outcome
+
+
+def _fallback(npc: Npc, result: TurnResult, tracker: LineTracker) -> TalkOutcome:
+    if not npc.options.fallbackOnGuardrail:
+        raise ModelError("generation_failed", "The model wrote no usable line, twice.")
+    outcome = TalkOutcome(
+        line=npc.next_fallback_line(),
+        emotion=npc.persona.defaultEmotion,
+        records=list(result.records),
+        usage=result.usage,
+        is_fallback=True,
+        commits_memory=False,
+    )
+    tracker.finish(outcome.line, outcome.emotion)
+    return outcome
+
+
+def _conversation(spec: TurnSpec, result: TurnResult) -> list[ChatMessage]:
+    """The messages the turn's reply step sent (what the KV cache holds), rebuilt."""
+    facts = turn_facts(result.entries)
+    window = chat_window(spec.history, trim=spec.settings.trim_history)
+    return chat_messages((spec.instructions or "").strip(), window, spec.prompt, facts)
+
+
+def _ask(said: list[ChatMessage], question: str, answer: str) -> ScoredText:
+    return ScoredText(
+        [*said, ChatMessage("user", question), ChatMessage("assistant", answer)], answer
+    )
+
+
+async def prime_choices(npc: Npc, instructions: str) -> None:
+    """Scores the priors of the NPC's closed choices ahead of its first line (background work
+    after ``npc/create``), so the first turn does not pay for them."""
+    if not npc.model.capabilities.scores_text:
+        return
+    said = [ChatMessage("system", instructions), *NEUTRAL_EXCHANGE]
+    usage = TurnUsage()
+    if len(npc.options.emotions) > 1:
+        await _prior(npc, said, _emotion_question(npc), list(npc.options.emotions), usage)
+    if npc.options.canEndConversation:
+        await _prior(npc, said, _goodbye_question(npc), ["no", "yes"], usage)
+
+
+def _emotion_question(npc: Npc) -> str:
+    return f"How does {npc.persona.name} feel now? Answer with one word."
+
+
+def _goodbye_question(npc: Npc) -> str:
+    return f"Did {npc.persona.name} just say goodbye? Answer yes or no."
+
+
+async def _prior(
+    npc: Npc, said: list[ChatMessage], question: str, answers: list[str], usage: TurnUsage
+) -> tuple[float, ...]:
+    """The likelihoods of ``answers`` after a neutral exchange under the same system text,
+    scored once and kept on the NPC."""
+    system = said[0].content if said and said[0].role == "system" else ""
+    key = (system, question, tuple(answers))
+    prior = npc.choice_priors.get(key)
+    if prior is None:
+        neutral = [*said[:1], *NEUTRAL_EXCHANGE]
+        baseline = await npc.model.score([_ask(neutral, question, a) for a in answers])
+        usage.add(baseline.usage.input_tokens, baseline.usage.cached_input_tokens, 0)
+        prior = baseline.logprobs
+        if len(npc.choice_priors) >= MAX_CHOICE_PRIORS:
+            npc.choice_priors.clear()
+        npc.choice_priors[key] = prior
+    return prior
+
+
+async def _choose(
+    npc: Npc, said: list[ChatMessage], question: str, answers: list[str], usage: TurnUsage
+) -> list[float] | None:
+    """How much likelier each of ``answers`` to ``question`` is after the line than after a
+    neutral exchange (that prior is scored once per system text and kept on the NPC), or
+    ``None`` when the backend cannot score."""
+    model = npc.model
+    if not model.capabilities.scores_text:
+        return None
+    scores = await model.score([_ask(said, question, answer) for answer in answers])
+    usage.add(scores.usage.input_tokens, scores.usage.cached_input_tokens, 0)
+    prior = await _prior(npc, said, question, answers, usage)
+    return [score - base for score, base in zip(scores.logprobs, prior, strict=True)]
+
+
+async def _emotion(npc: Npc, said: list[ChatMessage], usage: TurnUsage) -> str:
+    emotions = list(npc.options.emotions)
+    if len(emotions) == 1:
+        return emotions[0]
+    lift = await _choose(npc, said, _emotion_question(npc), emotions, usage)
+    if lift is None:
+        return npc.persona.defaultEmotion
+    return emotions[max(range(len(emotions)), key=lift.__getitem__)]
+
+
+async def _ends_conversation(npc: Npc, said: list[ChatMessage], usage: TurnUsage) -> bool:
+    lift = await _choose(npc, said, _goodbye_question(npc), ["no", "yes"], usage)
+    return lift is not None and lift[1] > lift[0]
+
+
+async def _player_options(
+    npc: Npc, said: list[ChatMessage], line: str, usage: TurnUsage
+) -> list[str]:
+    """Up to ``playerOptionCount`` replies for the player, written as one numbered list (the
+    answer starts with ``1.``, which is what keeps a small model to the list form)."""
+    count = max(0, min(4, npc.options.playerOptionCount))
+    question = f"What could the player answer? Give {count} short replies, one per line."
+    request = GenerationRequest(
+        [*said, ChatMessage("user", question)],
+        sampling=Sampling(
+            temperature=LINE_TEMPERATURE,
+            top_p=LINE_TOP_P,
+            max_tokens=OPTION_MAX_TOKENS * count,
+            repetition_penalty=LINE_REPETITION_PENALTY,
+        ),
+        reply_prefix="1.",
+        kind="playerOptions",
+    )
+    text = "1." + await _generate(npc, request, usage, stop_at=f"{count + 1}.")
+    options: list[str] = []
+    seen = {line.lower()}
+    for raw in _NUMBERED.split(text):
+        option = spoken_line(strip_stage_directions(raw.strip().split("\n", 1)[0]), "Player")
+        if words(option) and not RESIDUE.search(option) and option.lower() not in seen:
+            seen.add(option.lower())
+            options.append(option)
+    return options[:count]
+
+
+async def _generate(npc: Npc, request: GenerationRequest, usage: TurnUsage, *, stop_at: str) -> str:
+    """A short free-text step, read until ``stop_at`` appears (the text before it)."""
+    parts: list[str] = []
+    events = npc.model.generate(request)
+    try:
+        async for event in events:
+            if type(event) is TextDelta:
+                parts.append(event.text)
+                if stop_at in "".join(parts[-3:]):
+                    break
+            elif type(event) is Usage:
+                usage.add(event.input_tokens, event.cached_input_tokens, event.output_tokens)
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+    return "".join(parts).split(stop_at, 1)[0]

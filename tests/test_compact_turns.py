@@ -1,0 +1,391 @@
+"""Turns on a small model (``capabilities.compact_prompts``), driven through the protocol against
+a fake model that records what it is asked and answers as a test says: the chat layout, tools
+chosen from likelihoods (noisy channel), the NPC line as free text with its emotion, end and
+player options read after it, the line guard and its fallback, decisions by likelihood, and usage
+summed over every step. The real SmolLM2 plays the same turns in ``test_backend_llamacpp.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+import pytest
+from conftest import memory_daemon
+
+from oamd.app import default_config
+from oamd.backends.base import (
+    Availability,
+    GenerationRequest,
+    LanguageModel,
+    ModelCapabilities,
+    ScoredText,
+    Scores,
+    TextDelta,
+    Usage,
+)
+
+pytestmark = pytest.mark.anyio
+
+MENU_TOOL = {
+    "name": "check_menu",
+    "description": "Look up tonight's menu with prices in gold.",
+    "parameters": {"type": "object", "properties": {}},
+}
+ORDER_TOOL = {
+    "name": "take_order",
+    "description": "Place an order the guest asks for.",
+    "parameters": {
+        "type": "object",
+        "properties": {"item": {"type": "string", "enum": ["stew", "ale"]}},
+        "required": ["item"],
+        "additionalProperties": False,
+    },
+}
+PERSONA = {"name": "Mira", "role": "the innkeeper", "personality": "Cheerful."}
+
+
+class SmallModel(LanguageModel):
+    """A compact, scoring model whose answers a test scripts: ``replies`` by step kind (popped
+    in order), ``prefer`` says which scored candidate wins (the highest score)."""
+
+    name = "small"
+
+    def __init__(self, prefer: Callable[[ScoredText], float] | None = None) -> None:
+        self.capabilities = ModelCapabilities(
+            constrained_json=True, scores_text=True, compact_prompts=True, context_size=4096
+        )
+        self.replies: dict[str, list[str]] = {}
+        self.prefer = prefer or (lambda candidate: 0.0)
+        self.requests: list[GenerationRequest] = []
+        self.scored: list[list[ScoredText]] = []
+
+    async def availability(self) -> Availability:
+        return Availability(available=True)
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[Any]:
+        self.requests.append(request)
+        queue = self.replies.get(request.kind) or []
+        text = queue.pop(0) if queue else ""
+        yield Usage(100, 40, 0)
+        for piece in re.findall(r"\s*\S+\s*", text):
+            yield Usage(0, 0, 1)
+            yield TextDelta(piece)
+
+    async def score(self, candidates: list[ScoredText]) -> Scores:
+        self.scored.append(candidates)
+        values = tuple(self.prefer(c) for c in candidates)
+        return Scores(values, tuple(1 for _ in candidates), Usage(10 * len(candidates), 5, 0))
+
+
+def last_user(candidate: ScoredText) -> str:
+    return candidate.messages[-1].content if candidate.messages[-1].role == "user" else ""
+
+
+def answer(candidate: ScoredText) -> str:
+    return candidate.scored
+
+
+async def tools_reply(params: dict[str, Any]) -> dict[str, Any]:
+    call = params["call"]
+    if call["name"] == "check_menu":
+        return {"output": {"stew": 5, "ale": 3}}
+    return {"output": {"ok": True, **call["arguments"]}}
+
+
+async def talk(model: SmallModel, lines: list[str], **npc: Any) -> list[dict[str, Any]]:
+    async with memory_daemon(default_config(model), tool_handler=tools_reply) as client:
+        with anyio.fail_after(10):
+            await client.request("initialize", {"protocolVersion": "1.0"})
+            await client.request("npc/create", {"npc": "mira", "persona": PERSONA, **npc})
+            return [
+                await client.request("npc/talk", {"npc": "mira", "line": line}) for line in lines
+            ]
+
+
+def said(candidate: ScoredText) -> str:
+    """Everything the NPC said in the candidate's conversation."""
+    return " ".join(m.content for m in candidate.messages if m.role == "assistant")
+
+
+def wants(tool_words: str) -> Callable[[ScoredText], float]:
+    """Scores the channel reading that mentions ``tool_words`` highest; finds an NPC that spoke
+    of gold happy, and one that said goodbye done — beside a prior that says ``yes`` and
+    ``surprised`` to anything (the lift over the neutral exchange is what counts)."""
+
+    def prefer(candidate: ScoredText) -> float:
+        text = last_user(candidate)
+        if "wants this" in text:
+            return 1.0 if tool_words in text else 0.0
+        bias = {"surprised": 3.0, "yes": 3.0}.get(answer(candidate), 0.0)
+        if answer(candidate) == "happy" and "gold" in said(candidate):
+            return bias + 2.0
+        if answer(candidate) == "yes" and "Goodbye" in said(candidate):
+            return bias + 2.0
+        return bias
+
+    return prefer
+
+
+async def test_an_npc_line_is_free_text_with_the_tools_facts_and_its_emotion_chosen_by_likelihood():
+    model = SmallModel(wants("menu"))
+    model.replies = {
+        "respond": ["Stew is five gold, love. Ale is three. More words here."],
+        "playerOptions": [" One stew please\n2. Any ale?\n3. Goodbye\n4. More"],
+    }
+    (result,) = await talk(model, ["What's on the menu?"], tools=[MENU_TOOL])
+    assert result["line"] == "Stew is five gold, love. Ale is three."  # maxSentences 2
+    assert result["emotion"] == "happy"
+    assert result["endsConversation"] is False
+    assert result["playerOptions"] == ["One stew please", "Any ale?", "Goodbye"]
+    assert [c["call"]["name"] for c in result["toolCalls"]] == ["check_menu"]
+    # after a round only the tools not used yet are offered: none left, so no second decide
+    decides = [group for group in model.scored if "wants this" in last_user(group[0])]
+    assert len(decides) == 1
+    reply = next(r for r in model.requests if r.kind == "respond")
+    # plain chat: a short prose persona, the player's words, then the fact in parentheses
+    assert reply.messages[0].content.startswith("You are Mira, the innkeeper.")
+    assert (
+        reply.messages[-1].content
+        == "What's on the menu?\n(Facts you just looked up: stew 5, ale 3.)"
+    )
+    assert reply.schema is None and reply.stop == ("\n",)
+    assert "{" not in reply.messages[0].content
+
+
+async def test_the_channel_reading_scores_the_players_own_words_after_each_reading():
+    model = SmallModel(wants("just chat"))
+    model.replies = {"respond": ["Evening, traveller!"]}
+    await talk(model, ["Hello there!"], tools=[MENU_TOOL], options={"playerOptionCount": 0})
+    decide = model.scored[0]
+    assert [c.scored for c in decide] == ["Hello there!", "Hello there!"]
+    readings = [c.messages[-1].content.split("\n")[0] for c in decide]
+    assert readings == [
+        "(The player wants this from Mira: Look up tonight's menu with prices in gold.)",
+        "(The player wants this from Mira: Just chat.)",
+    ]
+
+
+async def test_a_tool_with_arguments_gets_them_from_a_constrained_step():
+    model = SmallModel(wants("order"))
+    model.replies = {"toolArguments": ['{"item": "ale"}'], "respond": ["One ale, coming up!"]}
+    (result,) = await talk(
+        model, ["An ale, please."], tools=[ORDER_TOOL], options={"playerOptionCount": 0}
+    )
+    assert result["toolCalls"][0]["call"]["arguments"] == {"item": "ale"}
+    arguments = next(r for r in model.requests if r.kind == "toolArguments")
+    assert arguments.schema is not None
+
+
+async def test_usage_sums_every_step_scoring_included():
+    model = SmallModel(wants("menu"))
+    model.replies = {
+        "respond": ["Stew is five gold."],
+        "playerOptions": [" Stew!\n2. Ale!\n3. Bye!"],
+    }
+    (result,) = await talk(model, ["Menu?"], tools=[MENU_TOOL])
+    generated = len(model.requests)
+    scored = sum(len(group) for group in model.scored)
+    usage = result["usage"]
+    assert usage["inputTokens"] == 100 * generated + 10 * scored
+    assert usage["cachedInputTokens"] == 40 * generated + 5 * len(model.scored)
+    assert usage["outputTokens"] == len("Stew is five gold.".split()) + 5  # one per piece
+    assert usage["totalTokens"] == usage["inputTokens"] + usage["outputTokens"]
+
+
+async def test_a_line_copying_the_player_is_written_again_hotter():
+    model = SmallModel()
+    model.replies = {"respond": ["What's on the menu?", "We have stew tonight."]}
+    (result,) = await talk(model, ["What's on the menu?"], options={"playerOptionCount": 0})
+    assert result["line"] == "We have stew tonight." and result["isFallback"] is False
+    first, second = [r for r in model.requests if r.kind == "respond"]
+    assert second.sampling.temperature > first.sampling.temperature
+    assert second.sampling.repetition_penalty > first.sampling.repetition_penalty
+
+
+@pytest.mark.parametrize(
+    "bad", ['{"emotion": "happy"}', "emotion: happy", "", "player_options: [a, b]"]
+)
+async def test_a_line_with_format_residue_twice_falls_back_and_keeps_no_exchange(bad: str):
+    model = SmallModel()
+    model.replies = {"respond": [bad, bad]}
+    async with memory_daemon(default_config(model)) as client:
+        with anyio.fail_after(10):
+            await client.request("initialize", {"protocolVersion": "1.0"})
+            await client.request("npc/create", {"npc": "mira", "persona": PERSONA})
+            result = await client.request("npc/talk", {"npc": "mira", "line": "Hi!"})
+            state = await client.request("npc/state", {"npc": "mira"})
+    assert result["isFallback"] is True and result["line"]
+    assert state["state"]["transcript"]["transcript"]["entries"] == []
+
+
+async def test_a_repeated_line_counts_as_a_copy_of_the_npcs_last_line():
+    model = SmallModel()
+    model.replies = {
+        "respond": ["The stew is hot and fresh.", "The stew is hot and fresh!", "Try the ale."]
+    }
+    results = await talk(model, ["Hello", "Anything else?"], options={"playerOptionCount": 0})
+    assert [r["line"] for r in results] == ["The stew is hot and fresh.", "Try the ale."]
+    # written again without the history it copied from
+    retry = [r for r in model.requests if r.kind == "respond"][-1]
+    assert [m.role for m in retry.messages] == ["system", "user"]
+    assert retry.messages[-1].content == "Anything else?"
+
+
+async def test_consecutive_turns_repeat_the_last_reply_steps_messages_byte_for_byte():
+    model = SmallModel()
+    model.replies = {"respond": ["Evening!", "Stew, five gold."]}
+    await talk(model, ["Hello", "What is cooking?"], options={"playerOptionCount": 0})
+    first, second = [r.messages for r in model.requests if r.kind == "respond"]
+    # what the first turn's reply step sent, then its reply: the KV cache holds exactly that
+    assert second[: len(first)] == first
+    assert second[len(first)].role == "assistant" and second[len(first)].content == "Evening!"
+
+
+async def test_a_turn_with_tool_choice_none_is_one_model_step():
+    model = SmallModel()
+    model.replies = {"respond": ["Evening!"]}
+    async with memory_daemon(default_config(model)) as client:
+        with anyio.fail_after(10):
+            await client.request("initialize", {"protocolVersion": "1.0"})
+            await client.request(
+                "session/create",
+                {"session": "s", "instructions": "You are Mira.", "tools": [MENU_TOOL]},
+            )
+            result = await client.request(
+                "session/respond", {"session": "s", "prompt": "Hi", "toolChoice": "none"}
+            )
+    assert [s["kind"] for s in result["steps"]] == ["respond"] and model.scored == []
+    assert result["text"] == "Evening!"
+
+
+async def test_a_decision_is_the_likeliest_option_with_its_share_as_confidence():
+    def prefer(candidate: ScoredText) -> float:
+        return {"refuse": 2.0, "let_in": 0.0}.get(candidate.scored, -5.0)
+
+    model = SmallModel(prefer)
+    model.replies = {"respond": [" he looks like trouble. And more."]}
+    async with memory_daemon(default_config(model)) as client:
+        with anyio.fail_after(10):
+            await client.request("initialize", {"protocolVersion": "1.0"})
+            result = await client.request(
+                "decision/decide",
+                {
+                    "situation": "A stranger asks to enter after dark.",
+                    "options": [{"id": "let_in"}, {"id": "refuse"}],
+                },
+            )
+    assert result["optionID"] == "refuse"
+    assert result["confidence"] == 88  # e^2 / (e^2 + e^0)
+    assert result["reasoning"] == "Because he looks like trouble."
+    # the reasoning is read to its first sentence: four pieces, a token each
+    assert result["usage"]["inputTokens"] == 100 + 20 and result["usage"]["outputTokens"] == 4
+    (reason,) = model.requests
+    assert reason.reply_prefix == "Because" and reason.schema is None
+
+
+async def test_closed_choices_count_their_lift_over_a_neutral_exchange_not_the_models_bias():
+    model = SmallModel(wants("menu"))
+    model.replies = {"respond": ["Evening, traveller.", "Goodbye, and sleep well!"]}
+    first, last = await talk(model, ["Hi", "Good night"], options={"playerOptionCount": 0})
+    # the model says "yes" and "surprised" to anything: neither wins on that alone
+    assert first["endsConversation"] is False and first["emotion"] == "neutral"
+    assert last["endsConversation"] is True
+    # the prior is read once per system text and question, then kept
+    neutral = [g for g in model.scored if g[0].messages[1].content == "Hello."]
+    assert len(neutral) == 2  # emotion and goodbye, on the first turn only
+
+
+async def test_a_small_models_summary_continues_its_own_chat_and_lands_in_the_memory():
+    model = SmallModel()
+    model.replies = {"respond": ["Evening!", "Stew tonight.", "Mira served the player stew."]}
+    async with memory_daemon(default_config(model)) as client:
+        with anyio.fail_after(10):
+            await client.request("initialize", {"protocolVersion": "1.0"})
+            await client.request(
+                "npc/create",
+                {
+                    "npc": "mira",
+                    "persona": PERSONA,
+                    "options": {
+                        "playerOptionCount": 0,
+                        "compactAfterTurns": 2,
+                        "keepRecentTurns": 1,
+                    },
+                },
+            )
+            for line in ("Hello", "Dinner?"):
+                await client.request("npc/talk", {"npc": "mira", "line": line})
+            state = await client.request("npc/state", {"npc": "mira"})  # waits for compaction
+    summary = [r for r in model.requests if r.kind == "respond"][-1]
+    # the chat the cache holds, then the question: the conversation is not sent again as text
+    assert [m.role for m in summary.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
+    assert summary.messages[-1].content.startswith("(Sum up what the player and Mira")
+    assert state["state"]["memory"]["summary"] == "Mira served the player stew."
+
+
+async def test_a_flat_structured_answer_is_written_a_value_at_a_time_and_closed_values_scored():
+    item = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "price": {"type": "integer", "minimum": 1, "maximum": 500},
+            "rarity": {"type": "string", "enum": ["common", "rare"]},
+        },
+        "required": ["name", "price", "rarity"],
+        "additionalProperties": False,
+    }
+
+    def prefer(candidate: ScoredText) -> float:
+        return 1.0 if candidate.scored == '"rare"' else 0.0
+
+    model = SmallModel(prefer)
+    model.replies = {"structured": ["Moonblade", " 1200 gold"]}
+    async with memory_daemon(default_config(model)) as client:
+        with anyio.fail_after(10):
+            await client.request("initialize", {"protocolVersion": "1.0"})
+            result = await client.request(
+                "content/generate", {"prompt": "A sword.", "schema": item}
+            )
+    assert result["content"] == {"name": "Moonblade", "price": 500, "rarity": "rare"}
+    name, price = model.requests
+    assert name.reply_prefix == '{"name": "' and '"' in name.stop and name.schema is None
+    assert price.reply_prefix == '{"name": "Moonblade", "price": '
+    assert model.scored[0][0].messages[-1].content.endswith('"price": 500, "rarity": "common"')
+
+
+async def test_a_sessions_reply_on_a_small_model_stops_where_a_line_for_someone_else_starts():
+    model = SmallModel()
+    model.replies = {"respond": ["The North Gate is open."]}
+    async with memory_daemon(default_config(model)) as client:
+        with anyio.fail_after(10):
+            await client.request("initialize", {"protocolVersion": "1.0"})
+            await client.request(
+                "session/create",
+                {"session": "s", "options": {"userLabel": "Traveler", "assistantLabel": "Brom"}},
+            )
+            await client.request("session/respond", {"session": "s", "prompt": "The gate?"})
+    (reply,) = model.requests
+    assert reply.stop == ("\nTraveler:", "\nBrom:", "\nUser:", "\nAssistant:")
+
+
+async def test_a_line_reciting_the_persona_is_refused_and_after_a_retry_the_choices_read_on_from_it():
+    model = SmallModel(wants("menu"))
+    model.replies = {
+        "respond": ["Hi. You are Mira, the innkeeper. Cheerful.", "Welcome in, friend!"]
+    }
+    (result,) = await talk(model, ["Hello"], options={"playerOptionCount": 0})
+    assert result["line"] == "Welcome in, friend!"
+    # emotion and goodbye are read after the retry's conversation (no history): the cache holds it
+    emotion = next(g for g in model.scored if g[0].scored == "neutral" and len(g) > 2)
+    roles = [m.role for m in emotion[0].messages]
+    assert roles == ["system", "user", "assistant", "user", "assistant"]
