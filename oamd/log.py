@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["LEVELS", "configure_logging", "get_logger"]
+__all__ = ["LEVELS", "configure_logging", "debug_enabled", "get_logger"]
 
 LEVELS = {
     "critical": 50,
@@ -43,6 +43,12 @@ def configure_logging(level: str = "info", fmt: str = "json") -> None:
     _settings.update(level=numeric, fmt=fmt)
     if _structlog is not None:
         _apply(_structlog)
+
+
+def debug_enabled() -> bool:
+    """Whether debug records are written: callers skip building one that would be dropped (a
+    turn's step records would otherwise cost every turn, and load structlog, at any level)."""
+    return _settings["level"] <= LEVELS["debug"]
 
 
 def _apply(structlog: Any) -> None:

@@ -19,7 +19,7 @@ from oamd.agent.events import TurnEvent, TurnResult
 from oamd.agent.native import run_native_turn
 from oamd.agent.stream import Pace
 from oamd.agent.turn import ToolExecutor, TurnSpec
-from oamd.log import get_logger
+from oamd.log import debug_enabled, get_logger
 
 __all__ = ["run_turn"]
 
@@ -50,6 +50,8 @@ async def run_turn(
         result = await run_native_turn(spec, emit, execute, sleep, pace)
     else:
         result = await run_envelope_turn(spec, emit, execute, sleep, pace)
+    if not debug_enabled():
+        return result
     usage = result.usage
     log.debug(
         "turn",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from oamd.backends.base import GenerationRequest, LanguageModel, Usage
-from oamd.log import get_logger
+from oamd.log import debug_enabled, get_logger
 
 __all__ = ["StepTimer"]
 
@@ -43,6 +43,8 @@ class StepTimer:
 
     def log(self, outcome: str) -> None:
         """Writes the record (``outcome``: ``done``, ``stopped`` early by the reader, ``failed``)."""
+        if not debug_enabled():
+            return
         now = time.perf_counter()
         first = self._first if self._first is not None else now
         log.debug(

@@ -56,7 +56,7 @@ from oamd.backends.base import (
     estimate_tokens,
 )
 from oamd.errors import ModelError
-from oamd.log import get_logger
+from oamd.log import debug_enabled, get_logger
 
 __all__ = ["DEFAULT_CONTEXT_SIZE", "LlamaCppModel", "packaged_model_path"]
 
@@ -138,6 +138,8 @@ class _StepClock:
             self.first = False
 
     def log(self, prompt: int, cached: int, output: int, *, constrained: bool) -> None:
+        if not debug_enabled():
+            return
         ms = self._ms
         log.debug(
             "llama_step",
