@@ -389,3 +389,16 @@ async def test_a_line_reciting_the_persona_is_refused_and_after_a_retry_the_choi
     emotion = next(g for g in model.scored if g[0].scored == "neutral" and len(g) > 2)
     roles = [m.role for m in emotion[0].messages]
     assert roles == ["system", "user", "assistant", "user", "assistant"]
+
+
+def test_the_copy_check_reads_a_bounded_part_of_each_text():
+    import time
+
+    from oamd.game.line_guard import MAX_COMPARED_WORDS, line_problems
+
+    persona = "You are Mira the innkeeper. " * 200_000  # a megabyte of persona
+    started = time.process_time()
+    assert line_problems("A fine evening to you, traveller.", "Hello", [persona]) == []
+    assert time.process_time() - started < 1.0  # was quadratic in the whole text
+    assert line_problems("You are Mira the innkeeper.", "Hello", [persona]) == ["repeats itself"]
+    assert MAX_COMPARED_WORDS >= 100

@@ -17,6 +17,7 @@ from oamd.game.talk import spoken_line
 __all__ = [
     "COPIED_RUN_WORDS",
     "COPY_SIMILARITY",
+    "MAX_COMPARED_WORDS",
     "clean_line",
     "line_problems",
     "strip_stage_directions",
@@ -41,8 +42,19 @@ _STAGE_DIRECTION = re.compile(r"\s*(?:\([^()]{0,80}\)|\*[^*]{1,80}\*)\s*")
 _WORD = re.compile(r"[\w']+")
 
 
+MAX_COMPARED_WORDS = 400
+"""Words of each text the copy check compares (it is quadratic in them): a persona or a restored
+history line of megabytes must not hold the event loop."""
+
+
 def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    """The first ``MAX_COMPARED_WORDS`` words of ``text``, lower-cased."""
+    found: list[str] = []
+    for match in _WORD.finditer(text.lower()):
+        found.append(match.group())
+        if len(found) == MAX_COMPARED_WORDS:
+            break
+    return found
 
 
 def strip_stage_directions(text: str) -> str:
