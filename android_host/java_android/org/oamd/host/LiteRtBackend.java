@@ -307,11 +307,14 @@ public final class LiteRtBackend implements OamdBackend {
             if (l.dropped) return;
             l.dropped = true;
             if (live == l) live = null;
-        }
-        try {
-            lifecycle.execute(() -> closeWhenDecodeEnded(l));
-        } catch (Throwable t) { // lifecycle shut down: the backend is closing
-            LOG.log(Level.WARNING, "conversation " + l.key + " left open (closing)", t);
+            // queued under the lock: a generation that sees no live conversation from now on
+            // queues its open after this close (queued after the lock, a concurrent open could
+            // overtake it and find the engine's one session still taken)
+            try {
+                lifecycle.execute(() -> closeWhenDecodeEnded(l));
+            } catch (Throwable t) { // lifecycle shut down: the backend is closing
+                LOG.log(Level.WARNING, "conversation " + l.key + " left open (closing)", t);
+            }
         }
     }
 
