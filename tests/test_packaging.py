@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,11 +24,14 @@ def test_the_package_list_is_every_package_of_the_tree():
         for path in (ROOT / "oamd").rglob("*.py")
         if "__pycache__" not in path.parts
     }
+    # the scenario folders hold JSON only, yet import as namespace packages: listed too
     found |= {
         "oamd." + ".".join(path.parent.relative_to(ROOT).parts)
-        for path in (ROOT / "conformance").rglob("*.py")
+        for pattern in ("*.py", "*.json")
+        for path in (ROOT / "conformance").rglob(pattern)
         if "__pycache__" not in path.parts
     }
+    found.add("oamd.conformance.scenarios")
     assert sorted(_config()["packages"]) == sorted(found)
     assert _config()["package-dir"] == {"oamd.conformance": "conformance"}
 
@@ -50,3 +54,37 @@ def test_the_conformance_runner_is_oamd_conformance_and_oamd_conformance_runs_it
     )
     assert listed.returncode == 0, listed.stderr
     assert "session/" in listed.stdout
+
+
+def test_a_wheel_builds_without_a_warning_of_ours_and_carries_every_scenario(tmp_path):
+    # the first run meets what setuptools says about pyproject.toml (a deprecated licence table,
+    # data folders missing from the package list): nothing, and the corpus is in the wheel
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(ROOT),
+            "--no-deps",
+            "--no-build-isolation",
+            "--verbose",
+            "-w",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert built.returncode == 0, built.stderr[-2000:]
+    said = built.stdout + built.stderr
+    for warning in ("BuildBackendWarning", "SetuptoolsDeprecationWarning", "is absent from"):
+        assert warning not in said, said[said.index(warning) - 400 :][:1200]
+    (wheel,) = tmp_path.glob("oamd-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {name for name in archive.namelist() if name.endswith(".json")}
+    corpus = {
+        "oamd/conformance/" + path.relative_to(ROOT / "conformance").as_posix()
+        for path in (ROOT / "conformance" / "scenarios").rglob("*.json")
+    }
+    assert corpus and corpus <= shipped
