@@ -194,6 +194,28 @@ async def test_an_unreachable_server_fails_the_turn_model_unavailable_and_is_ask
     assert [step["kind"] for step in result["steps"]] == ["respond"]  # the probed envelope loop
 
 
+async def test_creating_on_a_server_initialize_found_unreachable_warns_as_a_missing_model_does():
+    server = FakeServer(refused(), models())
+    model = server.model()
+    async with memory_daemon(default_config(model)) as client:
+        with anyio.fail_after(10):
+            initialized = await client.request("initialize", {"protocolVersion": "1.0"})
+            session = await client.request("session/create", {"session": "inn"})
+            npc = await client.request("npc/create", {"npc": "mira", "persona": {"name": "Mira"}})
+            await client.request("model/availability")  # asks again: the server is up now
+            later = await client.request("session/create", {"session": "inn2"})
+    await model.aclose()
+    assert initialized["model"]["available"] is False
+    warning = (
+        "The system model is unavailable (model_not_ready); turns will fail with "
+        "model_unavailable until it is ready."
+    )
+    assert session["warnings"] == [warning]
+    assert npc["warnings"] == [warning]
+    assert later["warnings"] == []
+    assert server.probes == 2
+
+
 async def test_a_server_silent_past_the_probe_timeout_fails_the_turn_model_unavailable(monkeypatch):
     monkeypatch.setattr(openai_backend, "PROBE_TIMEOUT_SECONDS", 0.2)
 

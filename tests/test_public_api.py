@@ -78,6 +78,7 @@ LANGUAGE_MODEL_OVERRIDABLE = {
     "aclose",
     "cached_availability",
     "count_tokens",
+    "last_known_availability",
     "prefill",
     "score",
     "settle_capabilities",

@@ -32,6 +32,9 @@ class ModelFactory:
     def cached_availability(self) -> Availability | None:
         return self.system.cached_availability()
 
+    def last_known_availability(self) -> Availability | None:
+        return self.system.last_known_availability()
+
     async def availability(self) -> Availability:
         return await self.system.availability()
 

@@ -243,6 +243,12 @@ class LanguageModel(ABC):
         Lets ``initialize`` answer in arrival order when nothing has to be asked."""
         return None
 
+    def last_known_availability(self) -> Availability | None:
+        """What the backend last learnt of its availability, without I/O, possibly stale (a
+        server's last answer): for warnings that must not wait, never for ``initialize`` or
+        ``model/availability``, which ask again. ``None`` when nothing is known yet."""
+        return self.cached_availability()
+
     async def settle_capabilities(self) -> None:
         """Makes ``capabilities`` final before a turn is planned with them, for a backend that
         must ask first (an OpenAI-compatible server's kind). Awaited at the start of every turn,

@@ -198,6 +198,8 @@ class OpenAIModel(LanguageModel):
         self._probe: _Probe | None = None
         self._known: Availability | None = None
         """The last probe's answer, when it found the server."""
+        self._last_probed: Availability | None = None
+        """The last probe's answer, whatever it found (the warnings of ``session/create``)."""
         self._step_gate = anyio.Semaphore(1)
         """One step at a time on a server that ``interrupts_streams`` (a semaphore, not a lock:
         an abandoned step's generator may be closed from another task)."""
@@ -318,6 +320,10 @@ class OpenAIModel(LanguageModel):
             return self._known
         return (await self._probe_once()).availability
 
+    def last_known_availability(self) -> Availability | None:
+        """The last probe's answer (``initialize`` probes), without asking again."""
+        return self._last_probed
+
     async def _probe_once(self) -> _ProbeOutcome:
         while True:
             probe = self._probe
@@ -329,6 +335,7 @@ class OpenAIModel(LanguageModel):
             probe = self._probe = _Probe()
             try:
                 probe.outcome = await self._ask_models()
+                self._last_probed = probe.outcome.availability
             finally:
                 self._probe = None
                 probe.done.set()

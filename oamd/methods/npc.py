@@ -44,7 +44,7 @@ UPDATE_KEYS = ("npc", "persona", "options", "memory", "tools")
 def _model_warning(state: BridgeState, model: Any, model_name: str) -> list[str]:
     if model_name != "system":
         return []
-    availability = model.cached_availability()
+    availability = model.last_known_availability()
     if availability is None or availability.available:
         return []
     return [

@@ -88,7 +88,7 @@ def create(req: Request) -> Result:
     warnings += tool_count_warning(len(tools))
     model, model_name = state.config.models.resolve(p.get("model"))
     if model_name == "system":
-        availability = model.cached_availability()
+        availability = model.last_known_availability()
         if availability is not None and not availability.available:
             warnings.append(
                 f"The system model is unavailable ({availability.reason or 'unknown'}); turns "

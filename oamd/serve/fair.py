@@ -119,6 +119,9 @@ class _FairModel(LanguageModel):
     def cached_availability(self) -> Availability | None:
         return self._inner.cached_availability()
 
+    def last_known_availability(self) -> Availability | None:
+        return self._inner.last_known_availability()
+
     async def settle_capabilities(self) -> None:
         await self._inner.settle_capabilities()  # a question, not a generation: no slot
 
