@@ -205,6 +205,15 @@ async def test_a_line_copying_the_player_is_written_again_hotter():
     assert second.sampling.repetition_penalty > first.sampling.repetition_penalty
 
 
+@pytest.mark.parametrize("fragment", ["Blo...", "5", "Aye."])
+async def test_a_fragment_is_no_line_and_is_written_again(fragment: str):
+    model = SmallModel()
+    model.replies = {"respond": [fragment, "Stew for five gold, ale for three."]}
+    (result,) = await talk(model, ["What's on the menu?"], options={"playerOptionCount": 0})
+    assert result["line"] == "Stew for five gold, ale for three."
+    assert result["isFallback"] is False
+
+
 @pytest.mark.parametrize(
     "bad", ['{"emotion": "happy"}', "emotion: happy", "", "player_options: [a, b]"]
 )

@@ -1,7 +1,8 @@
 """The line guard of a small model's NPC turn: what may be spoken, and the words cleaned of the
 rest.
 
-A line is refused when it is empty, carries residue of a format (JSON, field names, a speaker
+A line is refused when it is empty, is no prose (a fragment such as ``Blo...``, a number, a row of
+emoji), carries residue of a format (JSON, field names, a speaker
 label, a chat-template token), or copies the player's line or one of the NPC's own lines the model
 can see: mostly the same words in the same order, or a run of ``COPIED_RUN_WORDS`` of them (a
 small model carries whole clauses from line to line). Pure functions of text; the turn
@@ -18,6 +19,8 @@ __all__ = [
     "COPIED_RUN_WORDS",
     "COPY_SIMILARITY",
     "MAX_COMPARED_WORDS",
+    "MIN_LETTER_SHARE",
+    "MIN_LINE_LETTERS",
     "clean_line",
     "line_problems",
     "strip_stage_directions",
@@ -37,6 +40,15 @@ RESIDUE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 """Signs of a format in a line: braces, field names, role labels, template tokens."""
+
+MIN_LINE_LETTERS = 5
+"""Letters a spoken line has at least: a small model's sampled line now and then stops after a
+fragment ("Blo..." answered "What's on the menu tonight?" in the demo); "Welcome!" passes, and so
+does a line in a script written without spaces."""
+
+MIN_LETTER_SHARE = 0.6
+"""Share of a line's visible characters that are letters, at least (``5``, ``🍌🍌🍌`` are not
+lines)."""
 
 _STAGE_DIRECTION = re.compile(r"\s*(?:\([^()]{0,80}\)|\*[^*]{1,80}\*)\s*")
 _WORD = re.compile(r"[\w']+")
@@ -110,6 +122,10 @@ def line_problems(line: str, player_line: str, earlier_lines: list[str]) -> list
     if not words(line):
         return ["empty"]
     problems = []
+    visible = [c for c in line if not c.isspace()]
+    letters = sum(c.isalpha() for c in visible)
+    if letters < MIN_LINE_LETTERS or letters < MIN_LETTER_SHARE * len(visible):
+        problems.append("not prose")
     if RESIDUE.search(line):
         problems.append("format residue")
     if player_line.strip() and copies(line, player_line):
