@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"conformance: {exc}", file=sys.stderr)
         return 2
     if args.command == "fmt":
-        changed = format_files([s.path for s in load_scenarios(args.scenarios)], check=args.check)
+        changed = format_files([s.path for s in scenarios], check=args.check)
         for path in changed:
             print(f"{'would reformat' if args.check else 'reformatted'} {path}")
         return 1 if args.check and changed else 0
