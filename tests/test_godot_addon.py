@@ -241,6 +241,23 @@ def test_plugin_cfg_has_what_godot_reads():
     assert '.path_join("oamd.gd")' in source and (ADDON / "oamd.gd").is_file()
 
 
+def _function_bodies(source: str) -> dict[str, str]:
+    """Each top-level ``func``'s name and the indented lines under it."""
+    parts = re.split(r"^func (\w+)\(.*$", source, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def test_the_plugin_adds_its_autoload_when_enabled_and_removes_it_when_disabled():
+    bodies = _function_bodies((ADDON / "plugin.gd").read_text(encoding="utf-8"))
+    # Godot calls _enable_plugin/_disable_plugin when the user switches the plugin in Project
+    # Settings; _enter_tree/_exit_tree run at every editor start and quit, and touching the
+    # autoload there saves project.godot without it (or re-adds one the user removed)
+    assert "add_autoload_singleton(AUTOLOAD_NAME" in bodies.get("_enable_plugin", "")
+    assert "remove_autoload_singleton(AUTOLOAD_NAME)" in bodies.get("_disable_plugin", "")
+    for hook in ("_enter_tree", "_exit_tree"):
+        assert "autoload_singleton" not in bodies.get(hook, ""), hook
+
+
 @needs_gdtoolkit
 @pytest.mark.parametrize("path", GD_FILES, ids=lambda p: p.name)
 def test_every_gd_file_parses_lints_and_is_formatted(path):

@@ -1,13 +1,19 @@
-"""The README's "Use it from Python" snippet, run as written against a real ``oamd stdio``
-subprocess; only the session's model is a script, passed through the snippet's ``model``."""
+"""The README's examples, run as written: the "Use it from Python" snippet against a real ``oamd
+stdio`` subprocess (only the session's model is a script, passed through the snippet's ``model``);
+the stdio transcript line by line against another, each line the daemon prints matched against
+the README's; the Unity and Godot hello worlds compiled and linted."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import anyio
+import orjson
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
+from conftest import OAMD
 
 pytestmark = pytest.mark.anyio
 
@@ -94,3 +100,51 @@ def test_the_godot_hello_world_parses_and_lints():
     addon = (README.parent / "clients/godot/addons/oamd/oamd.gd").read_text(encoding="utf-8")
     for name in set(re.findall(r"Oamd\.(\w+)", body)):
         assert re.search(rf"^(func|var) {name}\b", addon, re.MULTILINE), name
+
+
+TRANSCRIPT_MARKER = (
+    "<!-- stdio-transcript: tests/test_readme.py plays this block against oamd stdio -->"
+)
+EXAMPLE = README.parent / "protocol" / "examples" / "guard-and-gate.jsonl"
+CUT = "⟨…⟩"
+"""Where the README cuts a line the daemon prints (a long list or message, a duration)."""
+MAX_LINE_BYTES = 1 << 20
+
+
+def transcript() -> list[tuple[str, str]]:
+    """The stdio block's lines as (direction, text): ``→`` the engine writes, ``←`` it reads."""
+    lines = block(TRANSCRIPT_MARKER, "text").splitlines()
+    assert all(line[:2] in ("→ ", "← ") for line in lines), "every line is → or ←"
+    return [(line[0], line[2:]) for line in lines]
+
+
+def printed_as(shown: str) -> re.Pattern[str]:
+    """A ← line as a pattern: exactly the text shown, any text where it shows a cut."""
+    return re.compile(".*?".join(re.escape(part) for part in shown.split(CUT)))
+
+
+def test_the_transcripts_engine_lines_are_the_example_file_whole_and_in_order():
+    sent = [text for direction, text in transcript() if direction == "→"]
+    assert sent == EXAMPLE.read_text(encoding="utf-8").splitlines()
+    assert all(CUT not in text and isinstance(orjson.loads(text), dict) for text in sent)
+
+
+async def test_the_stdio_transcript_is_what_oamd_stdio_prints_line_by_line():
+    process = await anyio.open_process(
+        [*OAMD, "stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    async with process:
+        stdout = BufferedByteReceiveStream(process.stdout)
+        with anyio.fail_after(30):
+            # in the README's order: a → line is written only once every ← line above it was
+            # read, so the tool reply goes out after the daemon's tool/call arrived
+            for direction, text in transcript():
+                if direction == "→":
+                    await process.stdin.send(text.encode() + b"\n")
+                    continue
+                line = (await stdout.receive_until(b"\n", MAX_LINE_BYTES)).decode()
+                assert printed_as(text).fullmatch(line), f"README:\n{text}\noamd stdio:\n{line}"
+            await process.stdin.aclose()
+            with pytest.raises(anyio.EndOfStream):  # nothing printed beyond the transcript
+                await stdout.receive()
+            assert await process.wait() == 0
