@@ -19,7 +19,6 @@ Errors are the client's: ``RpcError`` (an error response, ``exc.name`` is its ``
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -80,11 +79,11 @@ class Bridge:
         daemon reads its model from ``$OAMD_MODEL``), or the command ``argv``, and initializes.
 
         Raises:
+            ValueError: ``argv`` came with ``args`` (it is the whole command).
             RpcError: ``initialize`` was refused.
-            ConnectionClosed: the daemon exited first (its reason is on its stderr).
+            ConnectionClosed: the daemon exited first; the message quotes its last stderr lines.
         """
-        command = list(argv) if argv else [sys.executable, "-m", "oamd", "stdio", *args]
-        async with connect_stdio(command, **client_kwargs) as client:
+        async with connect_stdio(argv, args=args, **client_kwargs) as client:
             bridge = cls(client)
             await bridge.initialize(client_name)
             yield bridge
