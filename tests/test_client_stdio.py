@@ -140,7 +140,16 @@ async def test_a_stderr_the_caller_gives_receives_the_daemons_output_untouched(t
     assert "status 3 (its stderr went where stderr= sent it)" in str(closed.value)
 
 
+async def test_bridge_stdio_passes_model_to_the_daemon_and_info_says_whether_it_runs():
+    with anyio.fail_after(START_SECONDS):
+        async with Bridge.stdio(model="llamacpp:/nowhere/model.gguf") as bridge:
+            assert bridge.info is not None
+            model = bridge.info.model
+    assert model.available is False
+    assert model.detail == "The model file /nowhere/model.gguf does not exist."
+
+
 async def test_a_whole_command_with_daemon_arguments_besides_is_refused():
     with pytest.raises(ValueError, match="argv is the whole command"):
-        async with Bridge.stdio("--model", "none", argv=[sys.executable, "-m", "oamd", "stdio"]):
+        async with Bridge.stdio(model="llamacpp", argv=[sys.executable, "-m", "oamd", "stdio"]):
             pass
