@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint format dist dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak eval llama-server clean
+.PHONY: test lint format wheel dist dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak eval llama-server clean
 
 # llama-cpp-python builds from source (about 10-13 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
@@ -39,6 +39,11 @@ $(STAMP): pyproject.toml
 
 test: lint dist
 	$(PY) -m pytest
+
+# The oamd wheel, dist/oamd-<version>-py3-none-any.whl, for `pip install 'dist/oamd-….whl[client]'`
+# in another environment: nothing is published on PyPI.
+wheel:
+	$(PYTHON) -m pip wheel --quiet --no-deps --wheel-dir dist .
 
 # The self-contained executable (packaging/README.md): dist/oamd/, one folder, runs with no Python
 # on the machine. Rebuilt only when a source changes (~10 s on two cores), so `make test` depends

@@ -19,7 +19,6 @@ Errors are the client's: ``RpcError`` (an error response, ``exc.name`` is its ``
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -72,19 +71,22 @@ class Bridge:
     async def stdio(
         cls,
         *args: str,
+        model: str | None = None,
         argv: Sequence[str] | None = None,
         client_name: str = CLIENT_NAME,
         **client_kwargs: Any,
     ) -> AsyncIterator[Bridge]:
-        """Spawns ``oamd stdio`` with ``args`` (e.g. ``"--model", "llamacpp"``; by default the
-        daemon reads its model from ``$OAMD_MODEL``), or the command ``argv``, and initializes.
+        """Spawns ``oamd stdio`` with ``args`` and ``--model model`` (a spec, e.g. ``"llamacpp"``;
+        without one the daemon reads ``$OAMD_MODEL``), or the command ``argv``, and initializes.
+        ``info.model`` then says whether that model runs, and how to fix it when not.
 
         Raises:
+            ValueError: ``argv`` came with ``args`` or ``model`` (it is the whole command).
             RpcError: ``initialize`` was refused.
-            ConnectionClosed: the daemon exited first (its reason is on its stderr).
+            ConnectionClosed: the daemon exited first; the message quotes its last stderr lines.
         """
-        command = list(argv) if argv else [sys.executable, "-m", "oamd", "stdio", *args]
-        async with connect_stdio(command, **client_kwargs) as client:
+        daemon_args = [*args, *(["--model", model] if model is not None else [])]
+        async with connect_stdio(argv, args=daemon_args, **client_kwargs) as client:
             bridge = cls(client)
             await bridge.initialize(client_name)
             yield bridge

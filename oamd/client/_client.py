@@ -24,6 +24,9 @@ What it guarantees:
   answered: the daemon no longer needs its output. Once the connection is over, every running
   ``tool_handler`` call is cancelled the same way.
 - Nothing is kept per message unless a ``Recorder`` is attached (``recorder=``).
+- A ``ConnectionClosed`` says why the far end closed when a ``ConnectionMonitor`` knows
+  (``connect_stdio``: the daemon's exit status and its last stderr lines); at the end of input the
+  client waits up to ``_SETTLE_SECONDS`` for that account before failing the waiters.
 - An exception raised inside ``async with client`` leaves it as itself; only a failure of the
   client's own tasks comes out as an ``ExceptionGroup``.
 
@@ -42,7 +45,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import orjson
@@ -53,7 +56,14 @@ from oamd.client._recorder import Recorder
 from oamd.rpc.errors import CODES
 from oamd.transport.framing import LineFramer, OversizedLine
 
-__all__ = ["Client", "ConnectionClosed", "NotificationCallback", "RpcError", "ToolHandler"]
+__all__ = [
+    "Client",
+    "ConnectionClosed",
+    "ConnectionMonitor",
+    "NotificationCallback",
+    "RpcError",
+    "ToolHandler",
+]
 
 log = logging.getLogger("oamd.client")
 
@@ -92,7 +102,21 @@ class RpcError(Exception):
 class ConnectionClosed(Exception):
     """Raised when an answer can no longer arrive: by a request (or ``wait``, ``next_message``,
     ``send``) once the daemon has closed its side of the connection or the client was closed,
-    whether the request was already in flight or started afterwards."""
+    whether the request was already in flight or started afterwards. When the client's monitor
+    knows why the daemon closed (``connect_stdio``: it exited), the message ends with that."""
+
+
+class ConnectionMonitor(Protocol):
+    """Watches the far end of a connection for its client (``connect_stdio``: the daemon process)."""
+
+    async def watch(self) -> None:
+        """Runs in the client's task group while the client is open."""
+
+    async def settle(self) -> None:
+        """Returns once the far end has given its account of the end of input."""
+
+    def reason(self) -> str | None:
+        """Why the far end closed, once it has; added to ``ConnectionClosed`` messages."""
 
 
 class _State(Enum):
@@ -153,6 +177,10 @@ _MAX_LINE_BYTES = 64 * 1024 * 1024
 _HIGH_WATER_BYTES = 1 << 20
 """Bytes queued for writing past which senders wait until the daemon has read some."""
 
+_SETTLE_SECONDS = 2.0
+"""How long the end of input waits for the monitor's account (a daemon's exit after it closed its
+stdout) before the waiters fail without it."""
+
 _FLUSH_SECONDS = 5.0
 """How long leaving a client waits for the lines still queued to be written; a daemon that reads
 nothing costs no more than this."""
@@ -164,7 +192,8 @@ class Client:
     ``tool_handler`` answers ``tool/call`` requests (without one they stay unanswered and the
     daemon's timeout applies); ``on_message`` sees every message from the daemon, in arrival
     order (an exception it raises ends the client: the tests use it to check the contract);
-    ``recorder`` keeps a log of the traffic as ``client.recorder``; without one nothing is kept.
+    ``recorder`` keeps a log of the traffic as ``client.recorder``; without one nothing is kept;
+    ``monitor`` watches the far end and explains its closing.
     """
 
     def __init__(
@@ -174,9 +203,11 @@ class Client:
         tool_handler: ToolHandler | None = None,
         on_message: Callable[[dict[str, Any]], None] | None = None,
         recorder: Recorder | None = None,
+        monitor: ConnectionMonitor | None = None,
         max_line_bytes: int = _MAX_LINE_BYTES,
     ) -> None:
         self._stream = stream
+        self._monitor = monitor
         self.tool_handler = tool_handler
         self.recorder = recorder
         self._on_message = on_message
@@ -200,6 +231,8 @@ class Client:
         await self._tg.__aenter__()
         self._tg.start_soon(self._read)
         self._tg.start_soon(self._write)
+        if self._monitor is not None:
+            self._tg.start_soon(self._monitor.watch)
         return self
 
     async def __aexit__(
@@ -237,7 +270,7 @@ class Client:
         try:
             await self._outbox.send(data)
         except anyio.ClosedResourceError as exc:
-            raise ConnectionClosed("The connection is closed; nothing can be sent.") from exc
+            raise self._closed_error("The connection is closed; nothing can be sent.") from exc
 
     async def send(self, message: dict[str, Any]) -> None:
         """Sends one message as it is (recorded when a recorder is attached).
@@ -296,7 +329,9 @@ class Client:
         finally:
             del self._pending[msg_id]  # cancelled or not: a late response is dropped
         if pending.response is None:
-            raise ConnectionClosed(f"The connection closed before request {msg_id!r} was answered.")
+            raise self._closed_error(
+                f"The connection closed before request {msg_id!r} was answered."
+            )
         return pending.response
 
     async def call(
@@ -355,7 +390,7 @@ class Client:
         if watch.error is not None:
             raise watch.error
         if watch.match is None:
-            raise ConnectionClosed("The connection closed before a matching message arrived.")
+            raise self._closed_error("The connection closed before a matching message arrived.")
         return watch.match
 
     async def closed(self) -> None:
@@ -366,9 +401,13 @@ class Client:
 
     def _check_open(self) -> None:
         if self._state is _State.CLOSED:
-            raise ConnectionClosed("The connection is closed.")
+            raise self._closed_error("The connection is closed.")
         if self._state is _State.UNOPENED:
             raise RuntimeError("Enter the client (async with) before using it.")
+
+    def _closed_error(self, text: str) -> ConnectionClosed:
+        reason = self._monitor.reason() if self._monitor is not None else None
+        return ConnectionClosed(f"{text} {reason}" if reason else text)
 
     def _fail_waiters(self) -> None:
         """Ends the connection: wakes every waiter (those without an answer raise
@@ -404,6 +443,9 @@ class Client:
                         anyio.ClosedResourceError,
                         anyio.BrokenResourceError,
                     ):
+                        if self._monitor is not None:
+                            with anyio.move_on_after(_SETTLE_SECONDS):
+                                await self._monitor.settle()
                         return
                     for line in self._framer.feed(chunk):
                         if isinstance(line, OversizedLine):

@@ -4,7 +4,6 @@ TCP, authenticated with the daemon's token), or any byte stream."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -14,10 +13,14 @@ from anyio.abc import ByteStream, Process
 from anyio.streams.stapled import StapledByteStream
 
 from oamd.client._client import Client, RpcError
+from oamd.client._daemon import DaemonProcess, daemon_command, daemon_env
 
 __all__ = ["connect_stdio", "connect_stream", "connect_tcp", "connect_unix"]
 
 CLIENT_INFO = {"name": "oamd.client"}
+
+EXIT_GRACE_SECONDS = 5.0
+"""How long leaving a ``connect_stdio`` client waits for the daemon to exit before killing it."""
 
 
 @asynccontextmanager
@@ -28,33 +31,43 @@ async def connect_stream(stream: ByteStream, **kwargs: Any) -> AsyncIterator[Cli
 
 @asynccontextmanager
 async def connect_stdio(
-    argv: Sequence[str] | None = None, *, stderr: Any = None, **kwargs: Any
+    argv: Sequence[str] | None = None,
+    *,
+    args: Sequence[str] = (),
+    stderr: Any = None,
+    **kwargs: Any,
 ) -> AsyncIterator[Client]:
-    """Spawns ``argv`` (default: this Python's ``-m oamd stdio``) and talks to it over pipes.
+    """Spawns ``argv`` (default: ``oamd stdio`` with ``args``, run by this Python from the oamd
+    package this client is, whatever the working directory holds) and talks to it over pipes.
 
-    On exit, stdin is closed (end of input) and the process is given a moment to exit before it
-    is killed; ``client.process`` exposes it (``returncode``) for tests.
+    The daemon's stderr is read as it comes and its last lines are kept: when the daemon exits
+    before answering, each ``ConnectionClosed`` quotes them with its exit status. ``stderr=``
+    (a file, ``sys.stderr``, ``subprocess.DEVNULL``) sends the stderr there instead, untouched.
+    On exit, stdin is closed (end of input) and the process is given ``EXIT_GRACE_SECONDS`` to
+    exit before it is killed; ``client.process`` exposes it (``returncode``) for tests.
+
+    Raises:
+        ValueError: both ``argv`` and ``args`` were given (``argv`` is the whole command).
     """
-    command = list(argv) if argv else [sys.executable, "-m", "oamd", "stdio"]
+    if argv and args:
+        raise ValueError("argv is the whole command; put the daemon's arguments in it.")
     process: Process = await anyio.open_process(
-        command,
+        list(argv) if argv else daemon_command(list(args)),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=stderr if stderr is not None else subprocess.DEVNULL,
+        stderr=stderr if stderr is not None else subprocess.PIPE,
+        env=None if argv else daemon_env(),
     )
     assert process.stdin is not None and process.stdout is not None
+    daemon = DaemonProcess(process)
     stream = StapledByteStream(process.stdin, process.stdout)
     try:
-        async with Client(stream, **kwargs) as client:
+        async with Client(stream, monitor=daemon, **kwargs) as client:
             client.process = process  # type: ignore[attr-defined]
             yield client
     finally:
         with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(5):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
+            await daemon.finish(EXIT_GRACE_SECONDS)
 
 
 @asynccontextmanager
