@@ -135,6 +135,7 @@ def test_the_typed_api_names_the_extra_it_needs_when_pydantic_is_missing():
         "from oamd.client import Bridge\n"
     )
     assert done.returncode != 0
-    assert "ImportError: oamd.client.Bridge needs pydantic: pip install 'oamd[client]'" in (
-        done.stderr
+    assert (
+        "ImportError: oamd.client.Bridge needs pydantic: pip install pydantic (the 'client' extra)"
+        in (done.stderr)
     )

@@ -71,7 +71,10 @@ SmolLM2-135M follows a short prose persona and plain chat, and garbles the JSON 
 CLOSE_GRACE_SECONDS = 5.0
 """How long a cancelled step waits for its completion to be closed in the worker thread."""
 
-INSTALL_HINT = "pip install 'oamd[local]'"
+INSTALL_HINT = (
+    "pip install llama-cpp-python (the 'local' extra: pip install -e '.[local]' in a checkout)"
+)
+"""Said when llama.cpp is missing: oamd is not on a package index, llama-cpp-python is."""
 """How to get llama-cpp-python (a CPU build takes about 5 minutes on two cores)."""
 
 _END = object()

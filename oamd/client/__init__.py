@@ -136,7 +136,9 @@ def __getattr__(name: str) -> Any:
     except ModuleNotFoundError as exc:
         if exc.name != "pydantic" and not (exc.name or "").startswith("pydantic"):
             raise
-        raise ImportError(f"oamd.client.{name} needs pydantic: pip install 'oamd[client]'") from exc
+        raise ImportError(
+            f"oamd.client.{name} needs pydantic: pip install pydantic (the 'client' extra)"
+        ) from exc
     globals()[name] = value  # looked up once
     return value
 
