@@ -126,10 +126,12 @@ DURATION ?= 600
 soak: $(STAMP)
 	$(PY) tests/soak_run.py --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(if $(FAULT_SERVER),--fault-server)
 
-# Live evals (not CI): the tool-choice scenarios of the sibling project against MODEL
-# (default: the embedded SmolLM2), then an NPC conversation with the share of its lines a player
-# would accept; RUNS repeats them. Prints tables; JSON with EVAL_JSON=path. MODEL='llamacpp?choices=generation'
-# chooses tools by generating the envelope instead of by likelihood, to compare the two.
+# Live evals (not CI; evals/README.md): the tool-choice scenarios of the sibling project against
+# MODEL (default: the embedded SmolLM2), then an NPC conversation with the share of its lines a
+# player would accept; RUNS repeats them. About 10 minutes per run on two cores with SmolLM2 (13 on
+# a busy machine; the `fresh` scenario is two-thirds of it). Prints tables; JSON with EVAL_JSON=path.
+# MODEL='llamacpp?choices=generation' chooses tools by generating the envelope instead of by
+# likelihood, to compare the two.
 MODEL ?= llamacpp
 RUNS ?= 1
 eval: $(STAMP)

@@ -1,6 +1,6 @@
 """The NPC work a game asks of a model, as data: a 10-line conversation with an innkeeper who has
 one client tool, ten ``decision/decide`` calls and five ``content/generate`` calls. Played by
-``bench/model_turns.py`` (time, tokens, the llama.cpp floor) and by ``python -m evals --npc``
+``bench/model_turns.py`` (time, tokens, the llama.cpp floor) and by ``python -m evals --only npc``
 (the share of sane lines). Options are the protocol's defaults: what a game gets out of the box.
 """
 
