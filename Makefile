@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test lint format wheel dist dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak eval llama-server clean
 
-# llama-cpp-python builds from source (about 10-13 minutes on two cores; pip caches the wheel in
+# llama-cpp-python builds from source (5-13 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
 # AMX, whose matmul crashes on the first decode on some CPUs (llama.cpp #20824); no multimodal lib.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF
@@ -22,11 +22,11 @@ PYJNIUS := pyjnius>=1.6
 # The one set-up behind every target (make demo, make test, ...): a line per phase, and a line a
 # minute while llama.cpp compiles, since pip is quiet for that long.
 $(STAMP): pyproject.toml
-	@echo "oamd set-up: .venv with oamd, its dev tools and llama.cpp (the first time about 15 minutes on 2 cores, mostly compiling llama.cpp; a minute or two when pip has it cached)"
+	@echo "oamd set-up: .venv with oamd, its dev tools and llama.cpp (the first time 6-15 minutes on 2 cores, mostly compiling llama.cpp; a minute or two when pip has it cached)"
 	@echo "[1/4] .venv and pip"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	@echo "[2/4] llama-cpp-python, compiled from source unless pip has its wheel cached (10-13 minutes on 2 cores)"
+	@echo "[2/4] llama-cpp-python, compiled from source unless pip has its wheel cached (5-13 minutes on 2 cores)"
 	packaging/heartbeat.sh "compiling llama.cpp" $(PY) -m pip install --quiet '$(LLAMA_CPP)'
 	@echo "[3/4] oamd (editable) with pytest, ruff, pyinstaller, gdtoolkit, pydantic and the benchmarks' MCP SDK"
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
@@ -128,8 +128,8 @@ soak: $(STAMP)
 
 # Live evals (not CI; evals/README.md): the tool-choice scenarios of the sibling project against
 # MODEL (default: the embedded SmolLM2), then an NPC conversation with the share of its lines a
-# player would accept; RUNS repeats them. About 10 minutes per run on two cores with SmolLM2 (13 on
-# a busy machine; the `fresh` scenario is two-thirds of it). Prints tables; JSON with EVAL_JSON=path.
+# player would accept; RUNS repeats them. About 2.5 minutes per run on two quiet cores with SmolLM2
+# (13 when other work shares them: llama.cpp's threads collapse). Prints tables; JSON with EVAL_JSON=path.
 # MODEL='llamacpp?choices=generation' chooses tools by generating the envelope instead of by
 # likelihood, to compare the two.
 MODEL ?= llamacpp
