@@ -40,6 +40,40 @@ async def test_a_folder_named_oamd_in_the_working_directory_does_not_shadow_the_
     assert bridge.info is not None and bridge.info.server.name == "oamd"
 
 
+def test_a_host_script_beside_its_clone_folder_named_oamd_starts_the_daemon(tmp_path):
+    # the newcomer's case: ~/src/oamd is the clone (no __init__.py at its top), the script is
+    # ~/src/guard.py, so the script's folder puts that clone first on sys.path and oamd imports as
+    # a namespace package whose __file__ is None
+    (tmp_path / "oamd" / "clients").mkdir(parents=True)
+    (tmp_path / "oamd" / "README.md").write_text("a clone's top\n", encoding="utf-8")
+    script = tmp_path / "guard.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import anyio
+            from oamd.client import Bridge
+
+            async def main():
+                async with Bridge.stdio() as bridge:
+                    await bridge.ping()
+                    print(bridge.info.server.name)
+
+            anyio.run(main)
+            """
+        ),
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=START_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["oamd"]
+
+
 def test_the_daemon_is_the_oamd_package_the_client_was_imported_from(tmp_path):
     copy = tmp_path / "checkout"
     shutil.copytree(PACKAGE, copy / "oamd", ignore=shutil.ignore_patterns("__pycache__"))

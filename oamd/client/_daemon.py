@@ -18,8 +18,6 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-import oamd
-
 __all__ = ["DaemonProcess", "StderrTail", "daemon_command", "daemon_env"]
 
 STDERR_TAIL_LINES = 20
@@ -44,7 +42,10 @@ def daemon_env() -> dict[str, str] | None:
     imported from first on ``PYTHONPATH`` when that folder is not an installation's site-packages
     (a checkout run without installing it, a work tree): ``-P`` would leave it out, and the
     daemon would be another oamd than this client, or none. ``None`` (inherit) otherwise."""
-    root = Path(oamd.__file__).resolve().parent.parent
+    # this module's own place, not ``oamd.__file__``: a host script run beside its clone (a folder
+    # ``oamd`` without ``__init__.py`` first on its sys.path) imports oamd as a namespace package,
+    # whose ``__file__`` is None; this file is always the package's
+    root = Path(__file__).resolve().parents[2]
     installed = {Path(p).resolve() for p in [*site.getsitepackages(), site.getusersitepackages()]}
     if root in installed:
         return None
