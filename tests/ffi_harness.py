@@ -34,8 +34,9 @@ CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p)
 
 def build_library() -> Path:
     """``make ffi`` (a second; nothing when it is up to date), or a skip without a C compiler."""
-    if shutil.which(os.environ.get("CC", "cc")) is None:
-        pytest.skip("no C compiler (cc) to build liboamd_ffi")
+    compiler = os.environ.get("CC", "cc")
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler}) to build liboamd_ffi")
     result = subprocess.run(
         ["make", "-s", "ffi"], cwd=ROOT, capture_output=True, text=True, timeout=BUILD_SECONDS
     )
@@ -71,9 +72,10 @@ def daemon_script(folder: Path, name: str = "oamd") -> Path:
 
 
 def reading_stand_in(folder: Path) -> Path:
-    """An executable that reads its input until end of input and prints nothing."""
+    """An executable that reads its input until end of input and prints nothing. Its stdout stays
+    open (``sed -n d``, not ``cat >/dev/null``): the bridge reads a closed stdout as a dead daemon."""
     script = folder / "reads-until-eof"
-    script.write_text("#!/bin/sh\nexec cat >/dev/null\n")
+    script.write_text("#!/bin/sh\nexec sed -n d\n")
     script.chmod(0o755)
     return script
 
@@ -98,6 +100,18 @@ def child_pids() -> list[int]:
     return pids
 
 
+def descriptor_targets(pid: int | str) -> dict[int, str]:
+    """What each open descriptor of process ``pid`` ("self" for this one) names, e.g. ``pipe:[42]``."""
+    folder = Path(f"/proc/{pid}/fd")
+    targets = {}
+    for entry in folder.iterdir():
+        try:
+            targets[int(entry.name)] = os.readlink(entry)
+        except OSError:  # closed meanwhile (the listing's own descriptor)
+            continue
+    return targets
+
+
 def wait_gone(pid: int, seconds: float) -> bool:
     """True once process ``pid`` has exited (or was reaped) within ``seconds``: a pidfd becomes
     readable when its process ends, so this waits without polling."""
@@ -114,10 +128,15 @@ def wait_gone(pid: int, seconds: float) -> bool:
 class Bridge:
     """One ``oam_bridge``: ``lines`` holds every callback line, parsed, in arrival order.
 
-    ``on_line`` (if set) runs inside the callback, on the bridge's thread, with the parsed line."""
+    ``on_line`` (if set) runs inside the callback, on the bridge's thread, with the parsed line.
+    ``pid`` is the daemon the handle started (unless ``find_pid`` is false): the one child that
+    is new, so that an earlier bridge's daemon still being reaped is not taken for it."""
 
     def __init__(
-        self, lib: ctypes.CDLL, on_line: Callable[[Bridge, dict[str, Any]], None] | None = None
+        self,
+        lib: ctypes.CDLL,
+        on_line: Callable[[Bridge, dict[str, Any]], None] | None = None,
+        find_pid: bool = True,
     ):
         self.lib = lib
         self.on_line = on_line
@@ -125,10 +144,14 @@ class Bridge:
         self.callback_threads: set[int] = set()
         self.changed = threading.Condition()
         self._callback = CALLBACK(self._receive)  # kept alive as long as the handle
+        children_before = set(child_pids()) if find_pid else set()
         handle = lib.oam_bridge_create(self._callback, None)
         assert handle, "oam_bridge_create returned NULL"
         self.handle = ctypes.c_void_p(handle)
         self.destroyed = False
+        self.pid = 0
+        if find_pid:
+            (self.pid,) = set(child_pids()) - children_before
 
     def _receive(self, line: bytes, _user_data: Any) -> None:
         message = json.loads(line.decode())

@@ -25,6 +25,7 @@ from ffi_harness import (
     build_library,
     child_pids,
     daemon_script,
+    descriptor_targets,
     load,
     reading_stand_in,
     scripted,
@@ -105,8 +106,11 @@ def test_string_ids_are_echoed_byte_for_byte_and_bad_json_is_answered_minus_3270
         )
         assert lib.oam_bridge_send(handle, b"not json") == 0
         assert got.acquire(timeout=10) and got.acquire(timeout=10)
-        assert seen[0] == b'{"jsonrpc":"2.0","id":"x\\u0041","result":{}}'
-        assert json.loads(seen[1])["error"]["code"] == -32700
+        # oamd may answer the unparsable line first: find each answer by what it is
+        (pong,) = [line for line in seen if b'"result"' in line]
+        assert pong == b'{"jsonrpc":"2.0","id":"x\\u0041","result":{}}'
+        (refused,) = [json.loads(line) for line in seen if line != pong]
+        assert refused["error"]["code"] == -32700
     finally:
         lib.oam_bridge_destroy(handle)
 
@@ -259,8 +263,7 @@ def test_a_dead_daemon_answers_every_pending_request_and_blocking_call_with_an_e
         return started >= {"a", 9}
 
     bridge.wait_for(both_started)
-    (pid,) = child_pids()
-    os.kill(pid, signal.SIGKILL)
+    os.kill(bridge.pid, signal.SIGKILL)
     died = bridge.response("a")
     assert died["error"]["code"] == SHUT_DOWN
     caller.join(10)
@@ -271,6 +274,7 @@ def test_a_dead_daemon_answers_every_pending_request_and_blocking_call_with_an_e
 
 
 def test_destroy_while_turns_stream_returns_quickly_and_no_callback_runs_after_it(lib):
+    threads_before = len(os.listdir("/proc/self/task"))
     bridge = Bridge(lib)
     session = slow_session(bridge, {"text": "x" * 2000, "chunks": 2000, "delayMs": 1})
     turn = {"session": session, "prompt": "go", "stream": True}
@@ -282,7 +286,9 @@ def test_destroy_while_turns_stream_returns_quickly_and_no_callback_runs_after_i
     bridge.destroy()
     assert time.monotonic() - started < DESTROY_SECONDS
     count = len(bridge.lines)
-    assert child_pids() == []  # the daemon is gone: nothing is left to print
+    assert bridge.pid not in child_pids()  # the daemon is gone: nothing is left to print
+    # and the bridge's reader thread, the only one that runs the callback, has ended
+    assert len(os.listdir("/proc/self/task")) == threads_before
     assert len(bridge.lines) == count
 
 
@@ -292,11 +298,11 @@ def test_destroy_from_inside_the_callback_makes_it_the_last_one(lib):
             bridge.destroy()
 
     bridge = Bridge(lib, on_line=destroy_on_first)
-    (pid,) = child_pids()
     for n in range(20):
         bridge.send({"jsonrpc": "2.0", "id": n, "method": "ping"})
     bridge.wait_for(lambda lines: len(lines) >= 1)
-    assert wait_gone(pid, DESTROY_SECONDS * 2)  # the teardown finishes on the bridge's own thread
+    # the teardown finishes on the bridge's own thread
+    assert wait_gone(bridge.pid, DESTROY_SECONDS * 2)
     assert len(bridge.lines) == 1
 
 
@@ -319,6 +325,10 @@ def test_destroy_waits_for_a_callback_in_progress(lib):
 
     destroyer = threading.Thread(target=destroy)
     destroyer.start()
+    # destroy has begun once it closed the daemon's input and the daemon exited; the callback
+    # still runs, so destroy must still be waiting
+    assert wait_gone(bridge.pid, DESTROY_SECONDS * 2)
+    assert destroyer.is_alive()
     release.set()
     destroyer.join(10)
     assert state["seen_by_destroy"] is True
@@ -326,12 +336,17 @@ def test_destroy_waits_for_a_callback_in_progress(lib):
 
 def test_a_second_bridges_daemon_inherits_no_pipe_of_the_first(lib, tmp_path, monkeypatch):
     monkeypatch.setenv("OAMD_EXECUTABLE", str(reading_stand_in(tmp_path)))
+    host_before = set(descriptor_targets("self").values())
     first = Bridge(lib)
-    (first_pid,) = child_pids()
+    # the first bridge's pipes (its child's stdin and stdout, its wake pipe), as this process holds them
+    first_pipes = set(descriptor_targets("self").values()) - host_before
+    assert len(first_pipes) == 3
     second = Bridge(lib)
     try:
-        (second_pid,) = set(child_pids()) - {first_pid}
-        assert sorted(int(fd) for fd in os.listdir(f"/proc/{second_pid}/fd")) == [0, 1, 2]
+        inherited = descriptor_targets(second.pid)
+        assert inherited[0] != inherited[1] and {inherited[0], inherited[1]}.isdisjoint(first_pipes)
+        # what the host itself leaves open without close-on-exec may be inherited; no pipe of the first
+        assert set(inherited.values()).isdisjoint(first_pipes), inherited
     finally:
         first.destroy()
         second.destroy()
@@ -339,16 +354,22 @@ def test_a_second_bridges_daemon_inherits_no_pipe_of_the_first(lib, tmp_path, mo
 
 def test_the_default_daemon_is_the_executable_beside_the_library(lib, tmp_path, monkeypatch):
     monkeypatch.delenv("OAMD_EXECUTABLE")
-    (tmp_path / "ffi").mkdir()
-    (tmp_path / "oamd").mkdir()
-    shutil.copy(LIBRARY, tmp_path / "ffi" / LIBRARY.name)
-    daemon_script(tmp_path / "oamd")
-    copy = Bridge(load(tmp_path / "ffi" / LIBRARY.name))
+    dist = tmp_path / "dist"  # the layout of `make dist`, apart from the fixture's script
+    (dist / "ffi").mkdir(parents=True)
+    (dist / "oamd").mkdir()
+    shutil.copy(LIBRARY, dist / "ffi" / LIBRARY.name)
+    started = tmp_path / "started"
+    real = daemon_script(dist, "python-oamd")
+    beside = dist / "oamd" / "oamd"  # notes that it ran, so an oamd on PATH cannot pass for it
+    beside.write_text(f'#!/bin/sh\n: > "{started}"\nexec "{real}" "$@"\n')
+    beside.chmod(0o755)
+    copy = Bridge(load(dist / "ffi" / LIBRARY.name))
     try:
         assert (
             copy.call({"id": 1, "method": "initialize", "params": {}})["result"]["server"]["name"]
             == "oamd"
         )
+        assert started.exists()
     finally:
         copy.destroy()
 
@@ -366,7 +387,7 @@ def test_create_destroy_cycles_leave_no_process_thread_or_descriptor(lib, tmp_pa
     Bridge(lib).destroy()  # the first one loads what stays loaded
     before = counts()
     for n in range(CYCLES):
-        bridge = Bridge(lib)
+        bridge = Bridge(lib, find_pid=False)
         if n % 2:
             bridge.send({"jsonrpc": "2.0", "id": n, "method": "ping"})
         bridge.destroy()
@@ -381,7 +402,9 @@ def test_sends_keep_their_order_and_json_line_breaks_are_read_as_space(bridge):
     assert [m["id"] for m in lines] == ["nl", *range(50)]
 
 
-def test_log_setting_prints_diagnostics_and_a_daemon_that_cannot_start_is_named(tmp_path, daemon):
+def test_log_setting_prints_diagnostics_and_a_daemon_that_cannot_start_is_named(
+    lib, tmp_path, daemon
+):
     program = (
         "import ctypes,sys;sys.path.insert(0,'tests');from ffi_harness import load,Bridge;"
         f"b=Bridge(load(__import__('pathlib').Path({str(LIBRARY)!r})));b.destroy()"
