@@ -83,6 +83,7 @@ struct oam_bridge {
     unsigned long next_private_id;
     pthread_t reader, writer;
     int destroyed_in_callback;
+    int shutdown_sent; /* the engine sent "shutdown" (Apple's bindings do before destroy): oamd exits */
 };
 
 /* ---- diagnostics (OAM_BRIDGE_LOG) ---------------------------------------------------------- */
@@ -331,7 +332,10 @@ static void answer_after_exit(oam_bridge *bridge) {
     pthread_mutex_lock(&bridge->lock);
     if (bridge->state == BRIDGE_RUNNING) {
         bridge->state = BRIDGE_DAEMON_GONE;
-        log_line(LOG_ERROR, "oamd exited; every request from now on is answered -32023");
+        /* After the engine's own shutdown the exit is what it asked for, not a fault. */
+        log_line(bridge->shutdown_sent ? LOG_INFO : LOG_ERROR,
+                 "oamd exited%s; every request from now on is answered -32023",
+                 bridge->shutdown_sent ? " after the engine's shutdown" : "");
         pthread_cond_broadcast(&bridge->changed);
     }
     while (bridge->state == BRIDGE_DAEMON_GONE) {
@@ -464,9 +468,12 @@ int oam_bridge_send(oam_bridge *bridge, const char *json_line) {
     if (!utf8_is_valid(json_line, length)) return OAM_ERROR_INVALID_UTF8;
     json_members members;
     pending *entry = NULL;
-    if (json_scan_object(json_line, length, &members) == 0 && members.method.start && json_is_id(members.id))
+    int scanned = json_scan_object(json_line, length, &members) == 0;
+    if (scanned && members.method.start && json_is_id(members.id))
         entry = new_pending(json_id_key(members.id), copy_span(members.id), FOR_CALLBACK, NULL);
+    int is_shutdown = scanned && json_is_string(members.method) && json_key_is(members.method, "shutdown");
     pthread_mutex_lock(&bridge->lock);
+    if (is_shutdown) bridge->shutdown_sent = 1;
     if (bridge->state == BRIDGE_RUNNING) enqueue(bridge, json_line, length);
     if (entry && bridge->state != BRIDGE_CLOSING) {
         add_pending(bridge, entry);

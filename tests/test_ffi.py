@@ -21,6 +21,7 @@ import pytest
 from ffi_harness import (
     CALLBACK,
     LIBRARY,
+    WAIT_SECONDS,
     Bridge,
     build_library,
     child_pids,
@@ -247,7 +248,7 @@ def test_call_blocking_times_out_with_minus_32024_and_cancels_the_turn(bridge):
     assert not [m for m in bridge.lines if "method" not in m]
 
 
-def test_a_dead_daemon_answers_every_pending_request_and_blocking_call_with_an_error(bridge):
+def test_a_dead_daemon_answers_every_pending_request_and_blocking_call_with_an_error(bridge, capfd):
     first, second = (slow_session(bridge, {"text": "late", "delayMs": 60000}) for _ in range(2))
     turn = {"session": first, "prompt": "wait", "stream": True}
     assert (
@@ -271,6 +272,16 @@ def test_a_dead_daemon_answers_every_pending_request_and_blocking_call_with_an_e
     assert bridge.send({"jsonrpc": "2.0", "id": "late", "method": "ping"}) == 0
     assert bridge.response("late")["error"]["data"]["code"] == "shut_down"
     assert bridge.call({"id": 1, "method": "ping"})["error"]["code"] == SHUT_DOWN
+    assert "[oamd-ffi] error: oamd exited" in capfd.readouterr().err
+
+
+def test_a_daemon_that_exits_on_the_engines_shutdown_is_not_reported_as_an_error(bridge, capfd):
+    # Apple's bindings send shutdown before destroy to cancel blocking calls in flight
+    assert bridge.send({"jsonrpc": "2.0", "method": "shutdown"}) == 0
+    assert wait_gone(bridge.pid, WAIT_SECONDS)
+    assert bridge.send({"jsonrpc": "2.0", "id": "after", "method": "ping"}) == 0
+    assert bridge.response("after")["error"]["code"] == SHUT_DOWN
+    assert "[oamd-ffi] error" not in capfd.readouterr().err
 
 
 def test_destroy_while_turns_stream_returns_quickly_and_no_callback_runs_after_it(lib):
