@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint format wheel dist dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak eval llama-server clean
+.PHONY: test lint format wheel dist ffi dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak eval llama-server clean
 
 # llama-cpp-python builds from source (5-13 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
@@ -53,10 +53,22 @@ DIST_SOURCES := $(shell find oamd conformance protocol -type f -not -path '*/__p
 	$(SPEC) pyproject.toml
 PYINSTALLER = $(VENV)/bin/pyinstaller --noconfirm --log-level WARN
 
-dist: dist/oamd/oamd
+dist: dist/oamd/oamd ffi
 dist/oamd/oamd: $(DIST_SOURCES) | $(STAMP)
 	$(PYINSTALLER) --distpath dist --workpath build/pyinstaller/oamd $(SPEC)
 	touch $@
+
+# liboamd_ffi (ffi/README.md): open-apple-models' C ABI over a spawned `oamd stdio`, so programs
+# written against Apple's bindings run on every OS. Exports only the ABI's six functions; builds in
+# about a second. Windows (child_win32.c) is built with MinGW-w64 as ffi/README.md shows.
+CC ?= cc
+FFI_CFLAGS := -shared -fPIC -O2 -Wall -Wextra -Werror -pthread -fvisibility=hidden
+FFI_SOURCES := ffi/oamd_ffi.c ffi/json_scan.c ffi/child_posix.c
+FFI_LIB := dist/ffi/liboamd_ffi$(if $(filter Darwin,$(shell uname -s)),.dylib,.so)
+ffi: $(FFI_LIB)
+$(FFI_LIB): $(FFI_SOURCES) $(wildcard ffi/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(FFI_CFLAGS) -o $@ $(FFI_SOURCES)
 
 # Opt-in: also llama.cpp and the default SmolLM2 model (dist/oamd-llama/, ~200 MB): `--model
 # llamacpp` works out of the box.
