@@ -15,15 +15,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from oamd.client._client import (
-    Client,
-    ConnectionClosed,
-    NotificationCallback,
-    RpcError,
-    ToolHandler,
-)
+from oamd.client._client import Client
 from oamd.client._connect import connect_stdio, connect_stream, connect_tcp, connect_unix
+from oamd.client._correlation import NotificationCallback
+from oamd.client._errors import ConnectionClosed, RpcError
 from oamd.client._recorder import Recorder
+from oamd.client._tool_calls import ToolHandler
 
 if TYPE_CHECKING:  # the typed API, loaded by __getattr__ below
     from oamd.client._bridge import Bridge

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from oamd.client._client import RpcError
+from oamd.client._errors import RpcError
 from oamd.client._results import ToolCall
 from oamd.rpc.errors import CODES
 
