@@ -22,6 +22,7 @@ CLIENT = [
     "EventCallback",
     "InitializeResult",
     "NotificationCallback",
+    "NotificationHandler",
     "Npc",
     "NpcCreateResult",
     "NpcTalkResult",

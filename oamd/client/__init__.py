@@ -4,6 +4,8 @@ Two levels over one connection:
 
 - ``Client`` speaks the protocol as dicts (``connect_stdio``, ``connect_unix``, ``connect_tcp``,
   ``connect_stream``); it needs nothing beyond oamd's own dependencies.
+  ``client.on_notification(method, handler)`` calls a handler (plain or ``async def``) with every
+  notification of a method.
 - ``Bridge`` is the typed API on top of it: ``@bridge.tool`` client tools, ``Session`` /
   ``Npc`` / ``World`` handles, ``decide`` and ``generate``, results as pydantic models. It needs
   the ``client`` extra (``pip install 'oamd[client]'``); its names are imported on first use, so
@@ -19,6 +21,7 @@ from oamd.client._client import Client
 from oamd.client._connect import connect_stdio, connect_stream, connect_tcp, connect_unix
 from oamd.client._correlation import NotificationCallback
 from oamd.client._errors import ConnectionClosed, RpcError
+from oamd.client._notifications import NotificationHandler
 from oamd.client._recorder import Recorder
 from oamd.client._tool_calls import ToolHandler
 
@@ -63,6 +66,7 @@ __all__ = [
     "EventCallback",
     "InitializeResult",
     "NotificationCallback",
+    "NotificationHandler",
     "Npc",
     "NpcCreateResult",
     "NpcTalkResult",

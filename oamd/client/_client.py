@@ -1,7 +1,9 @@
 """Client: one connection to a bridge, speaking the protocol as dicts. Correlates the messages
 read (``_lines``) with their waiters (``_correlation``), hands a request's notifications to its
-callback, answers ``tool/call`` through ``tool_handler`` (``_tool_calls``: what it returns is sent as the ``result``; raise ``RpcError`` to
-answer with an ``error``), and writes through one outbox (``_outbox``).
+callback and every notification to the handlers of its method (``on_notification``,
+``_notifications``), answers ``tool/call`` through ``tool_handler`` (``_tool_calls``: what it
+returns is sent as the ``result``; raise ``RpcError`` to answer with an ``error``), and writes
+through one outbox (``_outbox``).
 
 What it guarantees:
 
@@ -13,9 +15,11 @@ What it guarantees:
   request started once the connection is over fails at once.
 - Each ``next_message`` waiter is woken once, with the first message matching its own predicate.
 - Notifications and the response of one request reach the caller in arrival order: a request's
-  ``on_notification`` callback has seen every event before its response is returned.
+  ``on_notification`` callback, and every plain-function notification handler, has seen every
+  event before its response is returned.
 - What the engine's code does cannot take the connection down: a ``tool_handler`` that raises
-  costs that one ``tool/call``; a notification callback that raises is logged and skipped.
+  costs that one ``tool/call``; a notification callback or handler that raises is logged and
+  costs that one message.
 - Neither can one bad line from the daemon: a line that is not a JSON object is logged and
   skipped, a response to an id nobody waits for is dropped, and a request other than
   ``tool/call`` is answered ``method_not_found``.
@@ -47,6 +51,7 @@ from anyio.abc import ByteStream, TaskGroup
 from oamd.client._correlation import Correlator, NotificationCallback
 from oamd.client._errors import ConnectionClosed, RpcError
 from oamd.client._lines import MessageReader
+from oamd.client._notifications import NotificationHandler, Notifications
 from oamd.client._outbox import Outbox
 from oamd.client._recorder import Recorder
 from oamd.client._tool_calls import ToolCalls, ToolHandler
@@ -121,6 +126,7 @@ class Client:
         self._ids = itertools.count(1)
         self._waiters = Correlator()
         self._tool_calls = ToolCalls()
+        self._notifications = Notifications()
         self._tg: TaskGroup | None = None
         self._state = _State.UNOPENED
         self._closed = anyio.Event()
@@ -135,6 +141,7 @@ class Client:
         self._tg.start_soon(self._write)
         if self._monitor is not None:
             self._tg.start_soon(self._monitor.watch)
+        self._notifications.start(self._tg)
         return self
 
     async def __aexit__(
@@ -153,6 +160,15 @@ class Client:
         finally:
             self._fail_waiters()
             await self._stream.aclose()
+
+    # ---- notifications -----------------------------------------------------------------------
+
+    def on_notification(self, method: str, handler: NotificationHandler) -> Callable[[], None]:
+        """Calls ``handler`` with the ``params`` of every notification ``method`` (``world/changed``,
+        ``session/event``…) from now on; returns the function that removes it. A plain function
+        runs as the line is read; an ``async def`` in its own task, in arrival order. One that
+        raises is logged and costs that message only (see ``_notifications``)."""
+        return self._notifications.add(method, handler)
 
     # ---- sending -----------------------------------------------------------------------------
 
@@ -301,11 +317,13 @@ class Client:
 
     def _fail_waiters(self) -> None:
         """Ends the connection: wakes every waiter (those without an answer raise
-        ``ConnectionClosed``), fails every unsent line, stops the reader and the running ``tool_handler`` calls (no reply could reach the daemon)."""
+        ``ConnectionClosed``), fails every unsent line, stops the reader, the notification
+        handlers and the running ``tool_handler`` calls (no reply could reach the daemon)."""
         self._state = _State.CLOSED
         self._closed.set()
         self._outbox.close()
         self._reader.cancel()
+        self._notifications.close()
         self._tool_calls.cancel_all()
         self._waiters.end()
 
@@ -353,6 +371,8 @@ class Client:
             if method == "tool/cancel":
                 self._tool_calls.cancel(params)
             self._waiters.route(method, params)
+            if isinstance(method, str) and isinstance(params, dict):
+                self._notifications.dispatch(method, params)
 
     async def _answer(self, msg: dict[str, Any]) -> None:
         """Answers one request from the daemon; nothing it meets escapes into the task group."""
