@@ -10,9 +10,11 @@ What it guarantees:
 - Any number of tasks may use one client at once: sending queues a line, and a single writer
   task writes every line (requests, notifications, ``tool/call`` replies) whole and in order.
   Leaving the client first lets the lines still queued go out (for a while).
-- Every request ends exactly once: with its response, or with ``ConnectionClosed`` once the
-  connection is over (the daemon closed its side, a write failed, or the client was closed). A
-  request started once the connection is over fails at once.
+- Every request ends exactly once: with its response, with ``ConnectionClosed`` once the
+  connection is over (the daemon closed its side, a write failed, or the client was closed), or
+  with ``TimeoutError`` when its ``timeout=`` passed first (its response, should it come later,
+  is dropped; the daemon is not told: the typed API cancels a timed-out turn, see ``Session``).
+  A request started once the connection is over fails at once.
 - Each ``next_message`` waiter is woken once, with the first message matching its own predicate.
 - Notifications and the response of one request reach the caller in arrival order: a request's
   ``on_notification`` callback, and every plain-function notification handler, has seen every
@@ -254,13 +256,25 @@ class Client:
         params: dict[str, Any] | None = None,
         *,
         on_notification: NotificationCallback | None = None,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
         """Sends a request and returns the raw response message (``result`` or ``error``).
 
+        ``timeout`` (seconds, from now) bounds sending and waiting alike; past it the request
+        stops waiting and its response, should it come, is dropped. The daemon is not told.
+
         Raises:
+            TimeoutError: ``timeout`` passed before the response arrived.
             ConnectionClosed: the connection closed before the response arrived.
         """
-        return await self.wait(await self.start(method, params, on_notification=on_notification))
+        msg_id = None
+        try:
+            with anyio.fail_after(timeout):
+                msg_id = await self.start(method, params, on_notification=on_notification)
+                return await self.wait(msg_id)
+        except TimeoutError:
+            which = f"request {msg_id!r}" if msg_id is not None else "the request (unsent)"
+            raise TimeoutError(f"No answer to {method} ({which}) within {timeout} s.") from None
 
     async def request(
         self,
@@ -268,14 +282,16 @@ class Client:
         params: dict[str, Any] | None = None,
         *,
         on_notification: NotificationCallback | None = None,
+        timeout: float | None = None,
     ) -> Any:
-        """Sends a request and returns its ``result``.
+        """Sends a request and returns its ``result`` (``timeout`` as for ``call``).
 
         Raises:
             RpcError: the daemon answered with an error.
+            TimeoutError: ``timeout`` passed before the response arrived.
             ConnectionClosed: the connection closed before the response arrived.
         """
-        response = await self.call(method, params, on_notification=on_notification)
+        response = await self.call(method, params, on_notification=on_notification, timeout=timeout)
         if "error" in response:
             raise RpcError.from_error(response["error"])
         return response["result"]
