@@ -36,6 +36,28 @@ SCHEMAS: dict[str, list[tuple[str, ...]]] = {
     "WorldGetResult": [("methods", "world/get", "result")],
     "WorldRemoveResult": [("methods", "world/remove", "result")],
     "WorldSetResult": [("methods", "world/set", "result"), ("methods", "world/merge", "result")],
+    "SchemaValidateResult": [("methods", "schema/validate", "result")],
+    "ValidatedTool": [("$defs", "ValidatedTool")],
+    "ToolsValidateResult": [("methods", "tools/validate", "result")],
+    "SessionAck": [
+        ("methods", "session/setInstructions", "result"),
+        ("methods", "session/setContextNote", "result"),
+        ("methods", "session/reset", "result"),
+    ],
+    "SessionCompactResult": [("methods", "session/compact", "result")],
+    "SessionSummary": [("$defs", "SessionSummary")],
+    "SessionListResult": [("methods", "session/list", "result")],
+    "NpcUpdateResult": [("methods", "npc/update", "result")],
+    "NpcSummary": [("$defs", "NpcSummary")],
+    "NpcListResult": [("methods", "npc/list", "result")],
+    "ErrorData": [("$defs", "ErrorObject", "properties", "data")],
+    "ErrorObject": [("$defs", "ErrorObject")],
+    "DecisionFailure": [("$defs", "DecisionFailure")],
+    "DecideManyResult": [("methods", "decision/decideMany", "result")],
+    "Subscription": [("$defs", "Subscription"), ("methods", "world/subscribe", "result")],
+    "WorldUnsubscribeResult": [("methods", "world/unsubscribe", "result")],
+    "WorldSummary": [("$defs", "WorldSummary")],
+    "WorldListResult": [("methods", "world/list", "result")],
 }
 """Each exported model → every place in the contract whose schema it must match."""
 

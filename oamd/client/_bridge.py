@@ -13,31 +13,43 @@ objects the daemon keeps: ``Session``, ``Npc``, ``World``. Everything goes over 
         guard = await bridge.create_session(tools=["open_gate"])
         reply = await guard.respond("Open the north gate!", on_text=lambda d: print(d, end=""))
 
+Every protocol method has a typed call here or on a handle (``decide``, ``decide_many`` and
+``generate`` come from ``_model_requests``). Its keywords are the wire's members under snake_case
+names (``tool_choice`` is ``toolChoice``); there is no catch-all, so a misspelt keyword raises
+``TypeError`` before anything is sent. Each returns a model from ``_results`` /
+``_game_results`` (or a handle built from one).
+
 Errors are the client's: ``RpcError`` (an error response, ``exc.name`` is its ``data.code``) and
 ``ConnectionClosed``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from oamd.client._client import Client
 from oamd.client._connect import connect_stdio, connect_tcp, connect_unix
+from oamd.client._game_results import (
+    NpcCreateResult,
+    NpcListResult,
+    WorldCreateResult,
+    WorldListResult,
+)
+from oamd.client._model_requests import ModelRequests
 from oamd.client._npc import Npc
 from oamd.client._params import present
 from oamd.client._results import (
     Availability,
-    ContentGenerateResult,
-    Decision,
     InitializeResult,
-    NpcCreateResult,
+    SchemaValidateResult,
     SessionCreateResult,
-    WorldCreateResult,
+    SessionListResult,
+    ToolsValidateResult,
 )
 from oamd.client._session import Session
-from oamd.client._tools import ToolBox, ToolFunction
+from oamd.client._tools import ToolBox, ToolFunction, Tools
 from oamd.client._world import World
 
 __all__ = ["Bridge"]
@@ -45,11 +57,8 @@ __all__ = ["Bridge"]
 PROTOCOL_VERSION = "1.0"
 CLIENT_NAME = "oamd.client"
 
-Tools = Iterable[str | dict[str, Any]]
-"""Registered tool names, or tool definitions sent as they are."""
 
-
-class Bridge:
+class Bridge(ModelRequests):
     """A typed connection to a bridge: ``Bridge.stdio()``, ``Bridge.unix(path)``,
     ``Bridge.tcp(host, port)``, or ``Bridge(client)`` over a client you opened.
 
@@ -147,6 +156,29 @@ class Bridge:
         """Ends this connection's work: running turns are cancelled, the daemon closes it."""
         await self.client.request("shutdown")
 
+    async def validate_schema(
+        self, schema: dict[str, Any], *, name: str | None = None
+    ) -> SchemaValidateResult:
+        """What the daemon makes of ``schema`` (``schema/validate``): its warnings and the schema
+        the model is constrained by; ``name`` titles it (default ``Response``).
+
+        Raises:
+            RpcError: ``invalid_schema`` naming what is wrong.
+        """
+        params = present(schema=schema, name=name)
+        result = await self.client.request("schema/validate", params)
+        return SchemaValidateResult.model_validate(result)
+
+    async def validate_tools(self, tools: Tools | None = None) -> ToolsValidateResult:
+        """How the daemon reads ``tools`` (``tools/validate``; default: every registered tool).
+
+        Raises:
+            RpcError: an invalid definition, named by its index.
+        """
+        params = {"tools": self.tools.definitions(tools)}
+        result = await self.client.request("tools/validate", params)
+        return ToolsValidateResult.model_validate(result)
+
     # ---- client tools ------------------------------------------------------------------------
 
     def tool(
@@ -185,7 +217,6 @@ class Bridge:
         options: dict[str, Any] | None = None,
         model: str | dict[str, Any] | None = None,
         history: dict[str, Any] | None = None,
-        **extra: Any,
     ) -> Session:
         """Creates a session (``session/create``): ``tools`` names registered tools (or gives
         definitions), ``model`` is ``"system"`` (the daemon's) or a model spec such as
@@ -202,9 +233,13 @@ class Bridge:
             model=model,
             history=history,
         )
-        result = await self.client.request("session/create", {**params, **extra})
+        result = await self.client.request("session/create", params)
         created = SessionCreateResult.model_validate(result)
         return Session(self, created.session, created.warnings)
+
+    async def list_sessions(self) -> SessionListResult:
+        """This connection's sessions (``session/list``), in creation order."""
+        return SessionListResult.model_validate(await self.client.request("session/list"))
 
     async def create_npc(
         self,
@@ -216,7 +251,6 @@ class Bridge:
         memory: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
         model: str | dict[str, Any] | None = None,
-        **extra: Any,
     ) -> Npc:
         """Creates an NPC (``npc/create``) from ``persona`` (``name``, ``role``, …); with a
         ``world`` it reads and writes that world through its own tools."""
@@ -229,9 +263,41 @@ class Bridge:
             options=options,
             model=model,
         )
-        result = await self.client.request("npc/create", {**params, **extra})
+        result = await self.client.request("npc/create", params)
         created = NpcCreateResult.model_validate(result)
         return Npc(self, created.npc, created.tools, created.warnings)
+
+    async def restore_npc(
+        self,
+        state: dict[str, Any],
+        *,
+        npc: str | None = None,
+        tools: Tools | None = None,
+        options: dict[str, Any] | None = None,
+        world: World | str | None = None,
+        model: str | dict[str, Any] | None = None,
+    ) -> Npc:
+        """Brings back an NPC saved by ``Npc.state()`` (``npc/restore``) under its saved id, or
+        ``npc``; ``tools``, ``options`` and ``world`` replace what was saved, and ``model`` is
+        not saved (without one the NPC runs on the daemon's).
+
+        Raises:
+            RpcError: e.g. ``npc_exists``, ``invalid_params`` naming the member of ``state``.
+        """
+        params = present(
+            state=state,
+            npc=npc,
+            tools=self.tools.definitions(tools) if tools is not None else None,
+            options=options,
+            world=world.id if isinstance(world, World) else world,
+            model=model,
+        )
+        restored = NpcCreateResult.model_validate(await self.client.request("npc/restore", params))
+        return Npc(self, restored.npc, restored.tools, restored.warnings)
+
+    async def list_npcs(self) -> NpcListResult:
+        """This connection's NPCs (``npc/list``), in creation order."""
+        return NpcListResult.model_validate(await self.client.request("npc/list"))
 
     async def create_world(
         self, state: dict[str, Any] | None = None, *, world: str | None = None
@@ -241,55 +307,6 @@ class Bridge:
         created = WorldCreateResult.model_validate(result)
         return World(self, created.world, created.version)
 
-    # ---- one-shot requests -------------------------------------------------------------------
-
-    async def decide(
-        self,
-        situation: Any,
-        options: Sequence[str | dict[str, Any]],
-        *,
-        actor: str | dict[str, Any] | None = None,
-        context: Any = None,
-        tools: Tools | None = None,
-        tool_choice: str | dict[str, Any] | None = None,
-        fallback_option_id: str | None = None,
-        model: str | dict[str, Any] | None = None,
-        **extra: Any,
-    ) -> Decision:
-        """Picks one of ``options`` (ids, or ``{"id", "description"}``) for ``situation``
-        (``decision/decide``); ``actor`` is a persona or an NPC id."""
-        params = present(
-            situation=situation,
-            options=list(options),
-            actor=actor,
-            context=context,
-            tools=self.tools.definitions(tools) if tools is not None else None,
-            toolChoice=tool_choice,
-            fallbackOptionID=fallback_option_id,
-            model=model,
-        )
-        result = await self.client.request("decision/decide", {**params, **extra})
-        return Decision.model_validate(result)
-
-    async def generate(
-        self,
-        prompt: str,
-        schema: dict[str, Any],
-        *,
-        instructions: str | None = None,
-        context: Any = None,
-        tools: Tools | None = None,
-        model: str | dict[str, Any] | None = None,
-        **extra: Any,
-    ) -> ContentGenerateResult:
-        """Generates JSON matching ``schema`` (``content/generate``): items, quests, names…"""
-        params = present(
-            prompt=prompt,
-            schema=schema,
-            instructions=instructions,
-            context=context,
-            tools=self.tools.definitions(tools) if tools is not None else None,
-            model=model,
-        )
-        result = await self.client.request("content/generate", {**params, **extra})
-        return ContentGenerateResult.model_validate(result)
+    async def list_worlds(self) -> WorldListResult:
+        """This connection's worlds (``world/list``), with their subscriptions."""
+        return WorldListResult.model_validate(await self.client.request("world/list"))

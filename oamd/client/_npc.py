@@ -1,15 +1,17 @@
 """Npc: a handle on one NPC (``npc/*``), made by ``Bridge.create_npc``.
 
 It holds the NPC's id and nothing of its state (persona, memory and relationship live in the
-daemon); each method is one request.
+daemon); each method is one request. Keywords are the wire's members in snake_case; there is no
+catch-all (a misspelt keyword raises ``TypeError`` before anything is sent).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from oamd.client._game_results import NpcTalkResult, NpcUpdateResult
 from oamd.client._params import EventCallback, TextCallback, event_router, npc_text, present
-from oamd.client._results import NpcTalkResult
+from oamd.client._tools import Tools
 
 if TYPE_CHECKING:
     from oamd.client._bridge import Bridge
@@ -38,7 +40,6 @@ class Npc:
         tool_choice: str | dict[str, Any] | None = None,
         on_text: TextCallback | None = None,
         on_event: EventCallback | None = None,
-        **extra: Any,
     ) -> NpcTalkResult:
         """The player says ``line`` (``''``: nothing) and the NPC answers (``npc/talk``).
 
@@ -53,7 +54,6 @@ class Npc:
             "npc": self.id,
             "line": line,
             **present(context=context, toolChoice=tool_choice),
-            **extra,
         }
         route = event_router(on_text, on_event, npc_text)
         if route is not None:
@@ -67,10 +67,39 @@ class Npc:
         result = await self.bridge.client.request("npc/bark", params)
         return str(result["line"])
 
-    async def state(self) -> dict[str, Any]:
-        """The NPC's save state, for ``npc/restore``."""
-        result = await self.bridge.client.request("npc/state", {"npc": self.id})
+    async def state(self, *, settle: bool | None = None) -> dict[str, Any]:
+        """The NPC's save state, for ``Bridge.restore_npc``: after the exchanges queued before it
+        (``settle=False``: at once, as it stands)."""
+        params = {"npc": self.id, **present(settle=settle)}
+        result = await self.bridge.client.request("npc/state", params)
         return result["state"]
+
+    async def update(
+        self,
+        *,
+        persona: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+        memory: dict[str, Any] | None = None,
+        tools: Tools | None = None,
+    ) -> NpcUpdateResult:
+        """Changes the NPC after the exchanges queued before (``npc/update``): ``persona``,
+        ``options`` and ``memory`` are merge patches (a ``None`` member inside one resets that
+        field), ``tools`` replaces the client tools. ``self.tools`` is not refreshed.
+
+        Raises:
+            RpcError: ``invalid_params`` naming the member, ``limit_reached``…
+        """
+        params = {
+            "npc": self.id,
+            **present(
+                persona=persona,
+                options=options,
+                memory=memory,
+                tools=self.bridge.tools.definitions(tools) if tools is not None else None,
+            ),
+        }
+        result = await self.bridge.client.request("npc/update", params)
+        return NpcUpdateResult.model_validate(result)
 
     async def reset(self, *, clear_memory: bool = False) -> None:
         """Forgets the conversation (and the memory too with ``clear_memory``)."""

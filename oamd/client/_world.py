@@ -1,19 +1,26 @@
 """World: a handle on one shared world document (``world/*``), made by ``Bridge.create_world``.
 
 Paths are dot paths (``player.gold``, ``party.0.name``); ``''`` is the root. Each method is one
-request; every write returns the world's new version.
+request; every write returns the world's new version. ``subscribe`` asks for ``world/changed``
+notifications of a path and returns a ``WorldSubscription``, whose ``unsubscribe`` ends them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from oamd.client._results import WorldGetResult, WorldRemoveResult, WorldSetResult
+from oamd.client._game_results import (
+    Subscription,
+    WorldGetResult,
+    WorldRemoveResult,
+    WorldSetResult,
+    WorldUnsubscribeResult,
+)
 
 if TYPE_CHECKING:
     from oamd.client._bridge import Bridge
 
-__all__ = ["World"]
+__all__ = ["World", "WorldSubscription"]
 
 
 class World:
@@ -56,3 +63,37 @@ class World:
 
     async def delete(self) -> None:
         await self.bridge.client.request("world/delete", {"world": self.id})
+
+    async def subscribe(self, path: str = "") -> WorldSubscription:
+        """Asks for a ``world/changed`` notification for every change at or under ``path``
+        (``world/subscribe``).
+
+        Raises:
+            RpcError: ``world_not_found``, ``limit_reached`` (256 subscriptions).
+        """
+        params = {"world": self.id, "path": path}
+        result = await self.bridge.client.request("world/subscribe", params)
+        return WorldSubscription(self.bridge, Subscription.model_validate(result))
+
+
+class WorldSubscription:
+    """A subscription to the changes of one world path, made by ``World.subscribe``."""
+
+    def __init__(self, bridge: Bridge, subscription: Subscription) -> None:
+        self.bridge = bridge
+        self.id = subscription.subscription
+        self.world = subscription.world
+        self.path = subscription.path
+
+    def __repr__(self) -> str:
+        return f"WorldSubscription({self.id!r}, world={self.world!r}, path={self.path!r})"
+
+    async def unsubscribe(self) -> WorldUnsubscribeResult:
+        """Ends the notifications (``world/unsubscribe``).
+
+        Raises:
+            RpcError: ``subscription_not_found`` (already ended, or its world deleted).
+        """
+        params = {"subscription": self.id}
+        result = await self.bridge.client.request("world/unsubscribe", params)
+        return WorldUnsubscribeResult.model_validate(result)
