@@ -19,6 +19,13 @@ names (``tool_choice`` is ``toolChoice``); there is no catch-all, so a misspelt 
 ``TypeError`` before anything is sent. Each returns a model from ``_results`` /
 ``_game_results`` (or a handle built from one).
 
+Timeouts: every typed call takes ``timeout=`` (seconds) and raises ``TimeoutError`` past it. A
+timed-out turn (``Session.respond``, ``Session.compact``, ``Npc.talk``) is also cancelled in the
+daemon with ``session/cancel`` / ``npc/cancel``, sent as a notification: the protocol cancels a
+session's or an NPC's whole queue, not one request, so turns queued behind it on that object end
+too (``cancelled``). Any other request only stops waiting (its late answer is dropped): it is
+either answered at once, or, like ``decide``, ``generate`` and ``bark``, has no cancel.
+
 Errors are the client's: ``RpcError`` (an error response, ``exc.name`` is its ``data.code``) and
 ``ConnectionClosed``.
 """
@@ -139,25 +146,31 @@ class Bridge(ModelRequests):
 
     # ---- the bridge itself -------------------------------------------------------------------
 
-    async def initialize(self, client_name: str = CLIENT_NAME) -> InitializeResult:
+    async def initialize(
+        self, client_name: str = CLIENT_NAME, *, timeout: float | None = None
+    ) -> InitializeResult:
         """Introduces the client; returns (and keeps as ``info``) the server and its model."""
         params = {"protocolVersion": PROTOCOL_VERSION, "client": {"name": client_name}}
-        self.info = InitializeResult.model_validate(await self.client.request("initialize", params))
+        self.info = InitializeResult.model_validate(
+            await self.client.request("initialize", params, timeout=timeout)
+        )
         return self.info
 
-    async def availability(self) -> Availability:
+    async def availability(self, *, timeout: float | None = None) -> Availability:
         """Whether the ``"system"`` model can run now, and how to fix it when not."""
-        return Availability.model_validate(await self.client.request("model/availability"))
+        return Availability.model_validate(
+            await self.client.request("model/availability", timeout=timeout)
+        )
 
-    async def ping(self) -> None:
-        await self.client.request("ping")
+    async def ping(self, *, timeout: float | None = None) -> None:
+        await self.client.request("ping", timeout=timeout)
 
-    async def shutdown(self) -> None:
+    async def shutdown(self, *, timeout: float | None = None) -> None:
         """Ends this connection's work: running turns are cancelled, the daemon closes it."""
-        await self.client.request("shutdown")
+        await self.client.request("shutdown", timeout=timeout)
 
     async def validate_schema(
-        self, schema: dict[str, Any], *, name: str | None = None
+        self, schema: dict[str, Any], *, name: str | None = None, timeout: float | None = None
     ) -> SchemaValidateResult:
         """What the daemon makes of ``schema`` (``schema/validate``): its warnings and the schema
         the model is constrained by; ``name`` titles it (default ``Response``).
@@ -166,17 +179,19 @@ class Bridge(ModelRequests):
             RpcError: ``invalid_schema`` naming what is wrong.
         """
         params = present(schema=schema, name=name)
-        result = await self.client.request("schema/validate", params)
+        result = await self.client.request("schema/validate", params, timeout=timeout)
         return SchemaValidateResult.model_validate(result)
 
-    async def validate_tools(self, tools: Tools | None = None) -> ToolsValidateResult:
+    async def validate_tools(
+        self, tools: Tools | None = None, *, timeout: float | None = None
+    ) -> ToolsValidateResult:
         """How the daemon reads ``tools`` (``tools/validate``; default: every registered tool).
 
         Raises:
             RpcError: an invalid definition, named by its index.
         """
         params = {"tools": self.tools.definitions(tools)}
-        result = await self.client.request("tools/validate", params)
+        result = await self.client.request("tools/validate", params, timeout=timeout)
         return ToolsValidateResult.model_validate(result)
 
     # ---- client tools ------------------------------------------------------------------------
@@ -217,6 +232,7 @@ class Bridge(ModelRequests):
         options: dict[str, Any] | None = None,
         model: str | dict[str, Any] | None = None,
         history: dict[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> Session:
         """Creates a session (``session/create``): ``tools`` names registered tools (or gives
         definitions), ``model`` is ``"system"`` (the daemon's) or a model spec such as
@@ -233,13 +249,15 @@ class Bridge(ModelRequests):
             model=model,
             history=history,
         )
-        result = await self.client.request("session/create", params)
+        result = await self.client.request("session/create", params, timeout=timeout)
         created = SessionCreateResult.model_validate(result)
         return Session(self, created.session, created.warnings)
 
-    async def list_sessions(self) -> SessionListResult:
+    async def list_sessions(self, *, timeout: float | None = None) -> SessionListResult:
         """This connection's sessions (``session/list``), in creation order."""
-        return SessionListResult.model_validate(await self.client.request("session/list"))
+        return SessionListResult.model_validate(
+            await self.client.request("session/list", timeout=timeout)
+        )
 
     async def create_npc(
         self,
@@ -251,6 +269,7 @@ class Bridge(ModelRequests):
         memory: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
         model: str | dict[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> Npc:
         """Creates an NPC (``npc/create``) from ``persona`` (``name``, ``role``, …); with a
         ``world`` it reads and writes that world through its own tools."""
@@ -263,7 +282,7 @@ class Bridge(ModelRequests):
             options=options,
             model=model,
         )
-        result = await self.client.request("npc/create", params)
+        result = await self.client.request("npc/create", params, timeout=timeout)
         created = NpcCreateResult.model_validate(result)
         return Npc(self, created.npc, created.tools, created.warnings)
 
@@ -276,6 +295,7 @@ class Bridge(ModelRequests):
         options: dict[str, Any] | None = None,
         world: World | str | None = None,
         model: str | dict[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> Npc:
         """Brings back an NPC saved by ``Npc.state()`` (``npc/restore``) under its saved id, or
         ``npc``; ``tools``, ``options`` and ``world`` replace what was saved, and ``model`` is
@@ -292,21 +312,31 @@ class Bridge(ModelRequests):
             world=world.id if isinstance(world, World) else world,
             model=model,
         )
-        restored = NpcCreateResult.model_validate(await self.client.request("npc/restore", params))
+        restored = NpcCreateResult.model_validate(
+            await self.client.request("npc/restore", params, timeout=timeout)
+        )
         return Npc(self, restored.npc, restored.tools, restored.warnings)
 
-    async def list_npcs(self) -> NpcListResult:
+    async def list_npcs(self, *, timeout: float | None = None) -> NpcListResult:
         """This connection's NPCs (``npc/list``), in creation order."""
-        return NpcListResult.model_validate(await self.client.request("npc/list"))
+        return NpcListResult.model_validate(await self.client.request("npc/list", timeout=timeout))
 
     async def create_world(
-        self, state: dict[str, Any] | None = None, *, world: str | None = None
+        self,
+        state: dict[str, Any] | None = None,
+        *,
+        world: str | None = None,
+        timeout: float | None = None,
     ) -> World:
         """Creates a world document with ``state`` as its root (``world/create``)."""
-        result = await self.client.request("world/create", present(world=world, state=state))
+        result = await self.client.request(
+            "world/create", present(world=world, state=state), timeout=timeout
+        )
         created = WorldCreateResult.model_validate(result)
         return World(self, created.world, created.version)
 
-    async def list_worlds(self) -> WorldListResult:
+    async def list_worlds(self, *, timeout: float | None = None) -> WorldListResult:
         """This connection's worlds (``world/list``), with their subscriptions."""
-        return WorldListResult.model_validate(await self.client.request("world/list"))
+        return WorldListResult.model_validate(
+            await self.client.request("world/list", timeout=timeout)
+        )

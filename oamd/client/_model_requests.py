@@ -89,6 +89,7 @@ class ModelRequests:
         max_tool_rounds: int | None = None,
         tool_timeout_seconds: float | None = None,
         model: str | dict[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> Decision:
         """Picks one of ``options`` (ids, or ``{"id", "description"}``) for ``situation``
         (``decision/decide``); ``actor`` is a persona or an NPC id.
@@ -109,7 +110,9 @@ class ModelRequests:
             instructions, temperature, max_tool_rounds, tool_timeout_seconds, model
         )
         params = {**request.wire(self.tools), **settings}
-        return Decision.model_validate(await self.client.request("decision/decide", params))
+        return Decision.model_validate(
+            await self.client.request("decision/decide", params, timeout=timeout)
+        )
 
     async def decide_many(
         self,
@@ -121,6 +124,7 @@ class ModelRequests:
         max_tool_rounds: int | None = None,
         tool_timeout_seconds: float | None = None,
         model: str | dict[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> DecideManyResult:
         """Runs several decisions in one request (``decision/decideMany``), at most
         ``max_concurrency`` at once; each of ``requests`` is a ``DecisionRequest`` or its wire
@@ -139,7 +143,7 @@ class ModelRequests:
             **present(maxConcurrency=max_concurrency),
             **settings,
         }
-        result = await self.client.request("decision/decideMany", params)
+        result = await self.client.request("decision/decideMany", params, timeout=timeout)
         return DecideManyResult.model_validate(result)
 
     async def generate(
@@ -153,6 +157,7 @@ class ModelRequests:
         tool_timeout_seconds: float | None = None,
         temperature: float | None = None,
         model: str | dict[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> ContentGenerateResult:
         """Generates JSON matching ``schema`` (``content/generate``): items, quests, names…"""
         params = present(
@@ -165,5 +170,5 @@ class ModelRequests:
             temperature=temperature,
             model=model,
         )
-        result = await self.client.request("content/generate", params)
+        result = await self.client.request("content/generate", params, timeout=timeout)
         return ContentGenerateResult.model_validate(result)

@@ -1,7 +1,8 @@
 """Npc: a handle on one NPC (``npc/*``), made by ``Bridge.create_npc``.
 
 It holds the NPC's id and nothing of its state (persona, memory and relationship live in the
-daemon); each method is one request. Keywords are the wire's members in snake_case; there is no
+daemon); each method is one request and takes ``timeout=`` (seconds), past which it raises
+``TimeoutError``; a timed-out ``talk`` is cancelled too. Keywords are the wire's members in snake_case; there is no
 catch-all (a misspelt keyword raises ``TypeError`` before anything is sent).
 """
 
@@ -10,7 +11,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from oamd.client._game_results import NpcTalkResult, NpcUpdateResult
-from oamd.client._params import EventCallback, TextCallback, event_router, npc_text, present
+from oamd.client._params import (
+    EventCallback,
+    TextCallback,
+    cancelling_on_timeout,
+    event_router,
+    npc_text,
+    present,
+)
 from oamd.client._tools import Tools
 
 if TYPE_CHECKING:
@@ -40,6 +48,7 @@ class Npc:
         tool_choice: str | dict[str, Any] | None = None,
         on_text: TextCallback | None = None,
         on_event: EventCallback | None = None,
+        timeout: float | None = None,
     ) -> NpcTalkResult:
         """The player says ``line`` (``''``: nothing) and the NPC answers (``npc/talk``).
 
@@ -47,8 +56,13 @@ class Npc:
         NPC's line, ``on_event`` every ``npc/event`` payload, all before this returns.
         ``context`` (text or JSON) applies to this exchange only.
 
+        Past ``timeout`` seconds the exchange is cancelled: ``npc/cancel`` is sent, which ends
+        every running and queued exchange of this NPC (the protocol cannot cancel one request),
+        and ``TimeoutError`` is raised.
+
         Raises:
             RpcError: the exchange failed (``npc_not_found``, ``cancelled``…).
+            TimeoutError: ``timeout`` passed (the NPC's exchanges were cancelled).
         """
         params = {
             "npc": self.id,
@@ -58,20 +72,26 @@ class Npc:
         route = event_router(on_text, on_event, npc_text)
         if route is not None:
             params["stream"] = True
-        result = await self.bridge.client.request("npc/talk", params, on_notification=route)
+        exchange = self.bridge.client.request(
+            "npc/talk", params, on_notification=route, timeout=timeout
+        )
+        cancel = {"npc": self.id}
+        result = await cancelling_on_timeout(self.bridge.client, exchange, "npc/cancel", cancel)
         return NpcTalkResult.model_validate(result)
 
-    async def bark(self, situation: Any = None) -> str:
+    async def bark(self, situation: Any = None, *, timeout: float | None = None) -> str:
         """A one-off line for ``situation`` (text or JSON), outside the conversation."""
         params = {"npc": self.id, **present(situation=situation)}
-        result = await self.bridge.client.request("npc/bark", params)
+        result = await self.bridge.client.request("npc/bark", params, timeout=timeout)
         return str(result["line"])
 
-    async def state(self, *, settle: bool | None = None) -> dict[str, Any]:
+    async def state(
+        self, *, settle: bool | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
         """The NPC's save state, for ``Bridge.restore_npc``: after the exchanges queued before it
         (``settle=False``: at once, as it stands)."""
         params = {"npc": self.id, **present(settle=settle)}
-        result = await self.bridge.client.request("npc/state", params)
+        result = await self.bridge.client.request("npc/state", params, timeout=timeout)
         return result["state"]
 
     async def update(
@@ -81,6 +101,7 @@ class Npc:
         options: dict[str, Any] | None = None,
         memory: dict[str, Any] | None = None,
         tools: Tools | None = None,
+        timeout: float | None = None,
     ) -> NpcUpdateResult:
         """Changes the NPC after the exchanges queued before (``npc/update``): ``persona``,
         ``options`` and ``memory`` are merge patches (a ``None`` member inside one resets that
@@ -98,17 +119,19 @@ class Npc:
                 tools=self.bridge.tools.definitions(tools) if tools is not None else None,
             ),
         }
-        result = await self.bridge.client.request("npc/update", params)
+        result = await self.bridge.client.request("npc/update", params, timeout=timeout)
         return NpcUpdateResult.model_validate(result)
 
-    async def reset(self, *, clear_memory: bool = False) -> None:
+    async def reset(self, *, clear_memory: bool = False, timeout: float | None = None) -> None:
         """Forgets the conversation (and the memory too with ``clear_memory``)."""
-        await self.bridge.client.request("npc/reset", {"npc": self.id, "clearMemory": clear_memory})
+        await self.bridge.client.request(
+            "npc/reset", {"npc": self.id, "clearMemory": clear_memory}, timeout=timeout
+        )
 
-    async def cancel(self) -> int:
+    async def cancel(self, *, timeout: float | None = None) -> int:
         """Cancels the running and queued exchanges; returns how many were cancelled."""
-        result = await self.bridge.client.request("npc/cancel", {"npc": self.id})
+        result = await self.bridge.client.request("npc/cancel", {"npc": self.id}, timeout=timeout)
         return int(result["cancelled"])
 
-    async def delete(self) -> None:
-        await self.bridge.client.request("npc/delete", {"npc": self.id})
+    async def delete(self, *, timeout: float | None = None) -> None:
+        await self.bridge.client.request("npc/delete", {"npc": self.id}, timeout=timeout)

@@ -34,37 +34,45 @@ class World:
     def __repr__(self) -> str:
         return f"World({self.id!r})"
 
-    async def get(self, path: str = "") -> WorldGetResult:
+    async def get(self, path: str = "", *, timeout: float | None = None) -> WorldGetResult:
         """The value at ``path`` (``exists`` false and ``value`` ``None`` when there is none)."""
-        result = await self.bridge.client.request("world/get", {"world": self.id, "path": path})
+        result = await self.bridge.client.request(
+            "world/get", {"world": self.id, "path": path}, timeout=timeout
+        )
         return WorldGetResult.model_validate(result)
 
-    async def set(self, path: str, value: Any) -> WorldSetResult:
+    async def set(self, path: str, value: Any, *, timeout: float | None = None) -> WorldSetResult:
         """Sets the value at ``path`` (``None`` is a value: JSON null)."""
         params = {"world": self.id, "path": path, "value": value}
-        return WorldSetResult.model_validate(await self.bridge.client.request("world/set", params))
+        return WorldSetResult.model_validate(
+            await self.bridge.client.request("world/set", params, timeout=timeout)
+        )
 
-    async def merge(self, patch: Any, path: str = "") -> WorldSetResult:
+    async def merge(
+        self, patch: Any, path: str = "", *, timeout: float | None = None
+    ) -> WorldSetResult:
         """Applies an RFC 7386 merge patch at ``path``."""
         params = {"world": self.id, "path": path, "patch": patch}
         return WorldSetResult.model_validate(
-            await self.bridge.client.request("world/merge", params)
+            await self.bridge.client.request("world/merge", params, timeout=timeout)
         )
 
-    async def remove(self, path: str) -> WorldRemoveResult:
+    async def remove(self, path: str, *, timeout: float | None = None) -> WorldRemoveResult:
         params = {"world": self.id, "path": path}
-        result = await self.bridge.client.request("world/remove", params)
+        result = await self.bridge.client.request("world/remove", params, timeout=timeout)
         return WorldRemoveResult.model_validate(result)
 
-    async def snapshot(self) -> dict[str, Any]:
+    async def snapshot(self, *, timeout: float | None = None) -> dict[str, Any]:
         """The whole document."""
-        result = await self.bridge.client.request("world/snapshot", {"world": self.id})
+        result = await self.bridge.client.request(
+            "world/snapshot", {"world": self.id}, timeout=timeout
+        )
         return result["state"]
 
-    async def delete(self) -> None:
-        await self.bridge.client.request("world/delete", {"world": self.id})
+    async def delete(self, *, timeout: float | None = None) -> None:
+        await self.bridge.client.request("world/delete", {"world": self.id}, timeout=timeout)
 
-    async def subscribe(self, path: str = "") -> WorldSubscription:
+    async def subscribe(self, path: str = "", *, timeout: float | None = None) -> WorldSubscription:
         """Asks for a ``world/changed`` notification for every change at or under ``path``
         (``world/subscribe``).
 
@@ -72,7 +80,7 @@ class World:
             RpcError: ``world_not_found``, ``limit_reached`` (256 subscriptions).
         """
         params = {"world": self.id, "path": path}
-        result = await self.bridge.client.request("world/subscribe", params)
+        result = await self.bridge.client.request("world/subscribe", params, timeout=timeout)
         return WorldSubscription(self.bridge, Subscription.model_validate(result))
 
 
@@ -88,12 +96,12 @@ class WorldSubscription:
     def __repr__(self) -> str:
         return f"WorldSubscription({self.id!r}, world={self.world!r}, path={self.path!r})"
 
-    async def unsubscribe(self) -> WorldUnsubscribeResult:
+    async def unsubscribe(self, *, timeout: float | None = None) -> WorldUnsubscribeResult:
         """Ends the notifications (``world/unsubscribe``).
 
         Raises:
             RpcError: ``subscription_not_found`` (already ended, or its world deleted).
         """
         params = {"subscription": self.id}
-        result = await self.bridge.client.request("world/unsubscribe", params)
+        result = await self.bridge.client.request("world/unsubscribe", params, timeout=timeout)
         return WorldUnsubscribeResult.model_validate(result)
