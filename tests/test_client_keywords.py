@@ -72,7 +72,7 @@ def world(b: Bridge) -> World:
 
 
 def subscription(b: Bridge) -> WorldSubscription:
-    return WorldSubscription(b, Subscription(subscription="sub1", world="village", path=""))
+    return WorldSubscription(world(b), Subscription(subscription="sub1", world="village", path=""))
 
 
 ENGINE = {

@@ -7,7 +7,11 @@ Two levels over one connection:
   ``client.on_notification(method, handler)`` calls a handler (plain or ``async def``) with every
   notification of a method.
 - ``Bridge`` is the typed API on top of it: ``@bridge.tool`` client tools, ``Session`` /
-  ``Npc`` / ``World`` handles, ``decide`` and ``generate``, results as pydantic models. It needs
+  ``Npc`` / ``World`` handles, ``decide``, ``decide_many`` and ``generate``: a typed call for
+  every protocol method (snake_case keywords, a misspelt one raising ``TypeError``; ``timeout=``
+  on each, a timed-out turn cancelled), results as pydantic models. ``bridge.on(method,
+  handler)``, ``Session.on_event``, ``Npc.on_event`` and ``World.subscribe(path, handler)`` hand
+  notifications to handlers as models (``_events``). It needs
   the ``client`` extra (``pip install 'oamd[client]'``); its names are imported on first use, so
   the dict-level client never loads pydantic.
 """
@@ -27,6 +31,22 @@ from oamd.client._tool_calls import ToolHandler
 
 if TYPE_CHECKING:  # the typed API, loaded by __getattr__ below
     from oamd.client._bridge import Bridge
+    from oamd.client._events import (
+        EmotionEvent,
+        LineDeltaEvent,
+        LineResetEvent,
+        ModelStepEvent,
+        NpcEvent,
+        NpcEventNotification,
+        PartialEvent,
+        SessionEvent,
+        SessionEventNotification,
+        TextEvent,
+        ToolCallCompletedEvent,
+        ToolCallStartedEvent,
+        ToolCancel,
+        WorldChange,
+    )
     from oamd.client._game_results import (
         DecideManyResult,
         Decision,
@@ -87,18 +107,25 @@ __all__ = [
     "DecisionFailure",
     "DecisionRequest",
     "Emotion",
+    "EmotionEvent",
     "ErrorData",
     "ErrorObject",
     "EventCallback",
     "InitializeResult",
+    "LineDeltaEvent",
+    "LineResetEvent",
+    "ModelStepEvent",
     "NotificationCallback",
     "NotificationHandler",
     "Npc",
     "NpcCreateResult",
+    "NpcEvent",
+    "NpcEventNotification",
     "NpcListResult",
     "NpcSummary",
     "NpcTalkResult",
     "NpcUpdateResult",
+    "PartialEvent",
     "Recorder",
     "RpcError",
     "SchemaValidateResult",
@@ -107,14 +134,20 @@ __all__ = [
     "SessionAck",
     "SessionCompactResult",
     "SessionCreateResult",
+    "SessionEvent",
+    "SessionEventNotification",
     "SessionListResult",
     "SessionRespondResult",
     "SessionSummary",
     "Step",
     "Subscription",
     "TextCallback",
+    "TextEvent",
     "ToolCall",
+    "ToolCallCompletedEvent",
     "ToolCallRecord",
+    "ToolCallStartedEvent",
+    "ToolCancel",
     "ToolContext",
     "ToolError",
     "ToolFunction",
@@ -123,6 +156,7 @@ __all__ = [
     "Usage",
     "ValidatedTool",
     "World",
+    "WorldChange",
     "WorldCreateResult",
     "WorldGetResult",
     "WorldListResult",
@@ -139,6 +173,22 @@ __all__ = [
 
 _TYPED_MODULES = {
     "oamd.client._bridge": ["Bridge"],
+    "oamd.client._events": [
+        "EmotionEvent",
+        "LineDeltaEvent",
+        "LineResetEvent",
+        "ModelStepEvent",
+        "NpcEvent",
+        "NpcEventNotification",
+        "PartialEvent",
+        "SessionEvent",
+        "SessionEventNotification",
+        "TextEvent",
+        "ToolCallCompletedEvent",
+        "ToolCallStartedEvent",
+        "ToolCancel",
+        "WorldChange",
+    ],
     "oamd.client._game_results": [
         "DecideManyResult",
         "Decision",

@@ -36,8 +36,17 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+from pydantic import BaseModel
+
 from oamd.client._client import Client
 from oamd.client._connect import connect_stdio, connect_tcp, connect_unix
+from oamd.client._events import (
+    NpcEventNotification,
+    SessionEventNotification,
+    ToolCancel,
+    WorldChange,
+    typed_handler,
+)
 from oamd.client._game_results import (
     NpcCreateResult,
     NpcListResult,
@@ -59,10 +68,19 @@ from oamd.client._session import Session
 from oamd.client._tools import ToolBox, ToolFunction, Tools
 from oamd.client._world import World
 
-__all__ = ["Bridge"]
+__all__ = ["NOTIFICATION_MODELS", "Bridge"]
 
 PROTOCOL_VERSION = "1.0"
 CLIENT_NAME = "oamd.client"
+
+
+NOTIFICATION_MODELS: dict[str, type[BaseModel]] = {
+    "session/event": SessionEventNotification,
+    "npc/event": NpcEventNotification,
+    "world/changed": WorldChange,
+    "tool/cancel": ToolCancel,
+}
+"""What ``Bridge.on`` hands a handler of each notification the protocol has."""
 
 
 class Bridge(ModelRequests):
@@ -193,6 +211,19 @@ class Bridge(ModelRequests):
         params = {"tools": self.tools.definitions(tools)}
         result = await self.client.request("tools/validate", params, timeout=timeout)
         return ToolsValidateResult.model_validate(result)
+
+    # ---- notifications -----------------------------------------------------------------------
+
+    def on(self, method: str, handler: Callable[[Any], Any]) -> Callable[[], None]:
+        """Calls ``handler`` with every notification ``method`` from now on, as its model
+        (``NOTIFICATION_MODELS``: ``world/changed`` → ``WorldChange``, ``session/event`` →
+        ``SessionEventNotification``…; the ``params`` dict for a method it does not know);
+        returns the function that removes it. Plain or ``async def``, as for
+        ``Client.on_notification``; one that raises costs that message only. Per object:
+        ``Session.on_event``, ``Npc.on_event``, ``World.subscribe``."""
+        model = NOTIFICATION_MODELS.get(method)
+        typed = handler if model is None else typed_handler(handler, model)
+        return self.client.on_notification(method, typed)
 
     # ---- client tools ------------------------------------------------------------------------
 

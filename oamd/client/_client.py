@@ -50,7 +50,7 @@ import anyio
 import orjson
 from anyio.abc import ByteStream, TaskGroup
 
-from oamd.client._correlation import Correlator, NotificationCallback
+from oamd.client._correlation import Correlator, NotificationCallback, ResponseHook
 from oamd.client._errors import ConnectionClosed, RpcError
 from oamd.client._lines import MessageReader
 from oamd.client._notifications import NotificationHandler, Notifications
@@ -215,18 +215,22 @@ class Client:
         *,
         id: Any = None,
         on_notification: NotificationCallback | None = None,
+        on_response: ResponseHook | None = None,
     ) -> Any:
         """Sends a request without waiting; returns its id, which must be passed to ``wait``.
 
         ``on_notification`` receives the ``params`` of every notification whose ``requestId`` is
-        this request's id, until its response arrives.
+        this request's id, until its response arrives; ``on_response`` the response message as
+        it is read, before any later message is handled (``World.subscribe`` registers its
+        handler there, so no change read right after the answer is missed). A raising one is
+        logged.
 
         Raises:
             ConnectionClosed: the connection is already closed.
         """
         self._check_open()
         msg_id = self.next_id() if id is None else id
-        self._waiters.expect(msg_id, on_notification)
+        self._waiters.expect(msg_id, on_notification, on_response)
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             msg["params"] = params
@@ -256,6 +260,7 @@ class Client:
         params: dict[str, Any] | None = None,
         *,
         on_notification: NotificationCallback | None = None,
+        on_response: ResponseHook | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """Sends a request and returns the raw response message (``result`` or ``error``).
@@ -270,7 +275,9 @@ class Client:
         msg_id = None
         try:
             with anyio.fail_after(timeout):
-                msg_id = await self.start(method, params, on_notification=on_notification)
+                msg_id = await self.start(
+                    method, params, on_notification=on_notification, on_response=on_response
+                )
                 return await self.wait(msg_id)
         except TimeoutError:
             which = f"request {msg_id!r}" if msg_id is not None else "the request (unsent)"
@@ -282,16 +289,24 @@ class Client:
         params: dict[str, Any] | None = None,
         *,
         on_notification: NotificationCallback | None = None,
+        on_response: ResponseHook | None = None,
         timeout: float | None = None,
     ) -> Any:
-        """Sends a request and returns its ``result`` (``timeout`` as for ``call``).
+        """Sends a request and returns its ``result`` (``on_response`` as for ``start``,
+        ``timeout`` as for ``call``).
 
         Raises:
             RpcError: the daemon answered with an error.
             TimeoutError: ``timeout`` passed before the response arrived.
             ConnectionClosed: the connection closed before the response arrived.
         """
-        response = await self.call(method, params, on_notification=on_notification, timeout=timeout)
+        response = await self.call(
+            method,
+            params,
+            on_notification=on_notification,
+            on_response=on_response,
+            timeout=timeout,
+        )
         if "error" in response:
             raise RpcError.from_error(response["error"])
         return response["result"]

@@ -1,5 +1,5 @@
 """Correlation: who waits for what arrives. Requests in flight by id (each with its notification
-callback) and ``next_message`` waiters (each with its predicate).
+callback and its response hook) and ``next_message`` waiters (each with its predicate).
 
 What it guarantees: a response wakes the one request it answers, once; a late response (its
 waiter gone: timed out or cancelled) and one to an id nobody sent are dropped. A request's
@@ -16,12 +16,15 @@ from typing import Any
 
 import anyio
 
-__all__ = ["Correlator", "NotificationCallback", "lookup"]
+__all__ = ["Correlator", "NotificationCallback", "ResponseHook", "lookup"]
 
 log = logging.getLogger("oamd.client")
 
 NotificationCallback = Callable[[dict[str, Any]], None]
 """Receives the ``params`` of each notification carrying a request's id as ``requestId``."""
+
+ResponseHook = Callable[[dict[str, Any]], None]
+"""Receives a request's response message as it is read, before any later message is handled."""
 
 
 def lookup(table: dict[Any, Any], key: Any) -> Any:
@@ -36,12 +39,15 @@ def lookup(table: dict[Any, Any], key: Any) -> Any:
 class _Pending:
     """A request in flight: its response once it arrives, and its callbacks."""
 
-    __slots__ = ("event", "on_notification", "response")
+    __slots__ = ("event", "on_notification", "on_response", "response")
 
-    def __init__(self, on_notification: NotificationCallback | None) -> None:
+    def __init__(
+        self, on_notification: NotificationCallback | None, on_response: ResponseHook | None
+    ) -> None:
         self.event = anyio.Event()
         self.response: dict[str, Any] | None = None
         self.on_notification = on_notification
+        self.on_response = on_response
 
 
 class _Watch:
@@ -63,9 +69,14 @@ class Correlator:
         self._pending: dict[Any, _Pending] = {}
         self._watches: list[_Watch] = []
 
-    def expect(self, msg_id: Any, on_notification: NotificationCallback | None = None) -> None:
+    def expect(
+        self,
+        msg_id: Any,
+        on_notification: NotificationCallback | None = None,
+        on_response: ResponseHook | None = None,
+    ) -> None:
         """Starts waiting for the response to ``msg_id`` (before the request is sent)."""
-        self._pending[msg_id] = _Pending(on_notification)
+        self._pending[msg_id] = _Pending(on_notification, on_response)
 
     def forget(self, msg_id: Any) -> None:
         """Stops waiting for ``msg_id`` (its request could not be sent)."""
@@ -117,6 +128,11 @@ class Correlator:
         if pending is None or pending.response is not None:
             return
         pending.response = msg
+        if pending.on_response is not None:
+            try:
+                pending.on_response(msg)
+            except Exception:
+                log.exception("response hook failed on request %r; skipped", msg.get("id"))
         pending.event.set()
 
     def route(self, method: str, params: Any) -> None:

@@ -31,7 +31,12 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-__all__ = ["MAX_QUEUED_NOTIFICATIONS", "NotificationHandler", "Notifications"]
+__all__ = [
+    "MAX_QUEUED_NOTIFICATIONS",
+    "NotificationHandler",
+    "Notifications",
+    "is_coroutine_function",
+]
 
 log = logging.getLogger("oamd.client")
 
@@ -44,8 +49,9 @@ MAX_QUEUED_NOTIFICATIONS = 10_000
 (logged), so a handler that stopped cannot take the client's memory."""
 
 
-def _is_async(handler: Callable[..., Any]) -> bool:
-    # an object whose __call__ is an async def is a coroutine function too
+def is_coroutine_function(handler: Callable[..., Any]) -> bool:
+    """Whether calling ``handler`` makes a coroutine (an ``async def``, or an object whose
+    ``__call__`` is one)."""
     return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
         type(handler).__call__
     )
@@ -57,7 +63,7 @@ class _Registration:
     def __init__(self, method: str, handler: NotificationHandler) -> None:
         self.method = method
         self.handler = handler
-        self.is_async = _is_async(handler)
+        self.is_async = is_coroutine_function(handler)
         self.queue: deque[dict[str, Any]] = deque()
         self.wakeup = anyio.Event()
         self.removed = False

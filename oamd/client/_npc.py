@@ -8,8 +8,10 @@ catch-all (a misspelt keyword raises ``TypeError`` before anything is sent).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from oamd.client._events import NpcEventNotification, typed_handler
 from oamd.client._game_results import NpcTalkResult, NpcUpdateResult
 from oamd.client._params import (
     EventCallback,
@@ -39,6 +41,17 @@ class Npc:
 
     def __repr__(self) -> str:
         return f"Npc({self.id!r})"
+
+    def on_event(self, handler: Callable[[NpcEventNotification], Any]) -> Callable[[], None]:
+        """Calls ``handler`` (plain or ``async def``) with every ``npc/event`` of this NPC from
+        now on; returns the function that removes it. Only streamed exchanges have events
+        (``talk`` with ``on_text`` or ``on_event``)."""
+
+        def ours(note: NpcEventNotification) -> bool:
+            return note.npc == self.id
+
+        typed = typed_handler(handler, NpcEventNotification, ours)
+        return self.bridge.client.on_notification("npc/event", typed)
 
     async def talk(
         self,

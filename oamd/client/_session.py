@@ -8,9 +8,10 @@ there is no catch-all (a misspelt keyword raises ``TypeError`` before anything i
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from oamd.client._events import SessionEventNotification, typed_handler
 from oamd.client._params import (
     EventCallback,
     TextCallback,
@@ -38,6 +39,17 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
+
+    def on_event(self, handler: Callable[[SessionEventNotification], Any]) -> Callable[[], None]:
+        """Calls ``handler`` (plain or ``async def``) with every ``session/event`` of this session
+        from now on, whichever task or peer started the turn; returns the function that removes
+        it. Only streamed turns have events (``respond`` with ``on_text`` or ``on_event``)."""
+
+        def ours(note: SessionEventNotification) -> bool:
+            return note.session == self.id
+
+        typed = typed_handler(handler, SessionEventNotification, ours)
+        return self.bridge.client.on_notification("session/event", typed)
 
     @property
     def _cancel(self) -> tuple[str, dict[str, Any]]:
