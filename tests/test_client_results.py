@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 import oamd.client
 
-SCHEMAS: dict[str, list[tuple[str, ...]]] = {
+SCHEMAS: dict[str, list[tuple[str | int, ...]]] = {
     "Availability": [("$defs", "Availability"), ("methods", "model/availability", "result")],
     "Capabilities": [("$defs", "Capabilities")],
     "ContentGenerateResult": [("methods", "content/generate", "result")],
@@ -36,6 +36,46 @@ SCHEMAS: dict[str, list[tuple[str, ...]]] = {
     "WorldGetResult": [("methods", "world/get", "result")],
     "WorldRemoveResult": [("methods", "world/remove", "result")],
     "WorldSetResult": [("methods", "world/set", "result"), ("methods", "world/merge", "result")],
+    "SchemaValidateResult": [("methods", "schema/validate", "result")],
+    "ValidatedTool": [("$defs", "ValidatedTool")],
+    "ToolsValidateResult": [("methods", "tools/validate", "result")],
+    "SessionAck": [
+        ("methods", "session/setInstructions", "result"),
+        ("methods", "session/setContextNote", "result"),
+        ("methods", "session/reset", "result"),
+    ],
+    "SessionCompactResult": [("methods", "session/compact", "result")],
+    "SessionSummary": [("$defs", "SessionSummary")],
+    "SessionListResult": [("methods", "session/list", "result")],
+    "NpcUpdateResult": [("methods", "npc/update", "result")],
+    "NpcSummary": [("$defs", "NpcSummary")],
+    "NpcListResult": [("methods", "npc/list", "result")],
+    "ErrorData": [("$defs", "ErrorObject", "properties", "data")],
+    "ErrorObject": [("$defs", "ErrorObject")],
+    "DecisionFailure": [("$defs", "DecisionFailure")],
+    "DecideManyResult": [("methods", "decision/decideMany", "result")],
+    "Subscription": [("$defs", "Subscription"), ("methods", "world/subscribe", "result")],
+    "WorldUnsubscribeResult": [("methods", "world/unsubscribe", "result")],
+    "WorldSummary": [("$defs", "WorldSummary")],
+    "WorldListResult": [("methods", "world/list", "result")],
+    "ModelStepEvent": [("$defs", "SessionEvent", "oneOf", 0)],
+    "TextEvent": [("$defs", "SessionEvent", "oneOf", 1)],
+    "PartialEvent": [("$defs", "SessionEvent", "oneOf", 2)],
+    "ToolCallStartedEvent": [
+        ("$defs", "SessionEvent", "oneOf", 3),
+        ("$defs", "NpcEvent", "oneOf", 3),
+    ],
+    "ToolCallCompletedEvent": [
+        ("$defs", "SessionEvent", "oneOf", 4),
+        ("$defs", "NpcEvent", "oneOf", 4),
+    ],
+    "EmotionEvent": [("$defs", "NpcEvent", "oneOf", 0)],
+    "LineDeltaEvent": [("$defs", "NpcEvent", "oneOf", 1)],
+    "LineResetEvent": [("$defs", "NpcEvent", "oneOf", 2)],
+    "SessionEventNotification": [("notifications", "session/event")],
+    "NpcEventNotification": [("notifications", "npc/event")],
+    "WorldChange": [("notifications", "world/changed")],
+    "ToolCancel": [("notifications", "tool/cancel")],
 }
 """Each exported model → every place in the contract whose schema it must match."""
 
@@ -100,7 +140,7 @@ def model_members(model: type[BaseModel]) -> dict[str, tuple[bool, Any]]:
     return members(schema, schema)
 
 
-def contract_members(pointer: tuple[str, ...]) -> dict[str, tuple[bool, Any]]:
+def contract_members(pointer: tuple[str | int, ...]) -> dict[str, tuple[bool, Any]]:
     node: Any = CONTRACT
     for key in pointer:
         node = node[key]

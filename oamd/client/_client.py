@@ -1,28 +1,32 @@
-"""Client: one connection to a bridge. Correlates responses, hands a request's notifications to its
-callback, answers ``tool/call`` through ``tool_handler`` (what it returns is sent as the
-``result``; raise ``RpcError`` to answer with an ``error``).
+"""Client: one connection to a bridge, speaking the protocol as dicts. Correlates the messages
+read (``_lines``) with their waiters (``_correlation``), hands a request's notifications to its
+callback and every notification to the handlers of its method (``on_notification``,
+``_notifications``), answers ``tool/call`` through ``tool_handler`` (``_tool_calls``: what it
+returns is sent as the ``result``; raise ``RpcError`` to answer with an ``error``), and writes
+through one outbox (``_outbox``).
 
 What it guarantees:
 
 - Any number of tasks may use one client at once: sending queues a line, and a single writer
-  task writes every line (requests, notifications, ``tool/call`` replies) whole and in order
-  (``_outbox``). Leaving the client first lets the lines still queued go out (for a while).
-- Every request ends exactly once: with its response, or with ``ConnectionClosed`` once the
-  connection is over: the daemon closed its side, a write failed, or the client was closed. A
-  request started after that fails at once.
+  task writes every line (requests, notifications, ``tool/call`` replies) whole and in order.
+  Leaving the client first lets the lines still queued go out (for a while).
+- Every request ends exactly once: with its response, with ``ConnectionClosed`` once the
+  connection is over (the daemon closed its side, a write failed, or the client was closed), or
+  with ``TimeoutError`` when its ``timeout=`` passed first (its response, should it come later,
+  is dropped; the daemon is not told: the typed API cancels a timed-out turn, see ``Session``).
+  A request started once the connection is over fails at once.
 - Each ``next_message`` waiter is woken once, with the first message matching its own predicate.
 - Notifications and the response of one request reach the caller in arrival order: a request's
-  ``on_notification`` callback has seen every event before its response is returned.
+  ``on_notification`` callback, and every plain-function notification handler, has seen every
+  event before its response is returned.
 - What the engine's code does cannot take the connection down: a ``tool_handler`` that raises
-  (or returns what is not JSON) costs that one ``tool/call`` (``RpcError`` is sent as itself,
-  anything else as ``internal_error``, whose message the model reads, logged with its
-  traceback); a notification callback that raises is logged and skipped.
+  costs that one ``tool/call``; a notification callback or handler that raises is logged and
+  costs that one message.
 - Neither can one bad line from the daemon: a line that is not a JSON object is logged and
   skipped, a response to an id nobody waits for is dropped, and a request other than
   ``tool/call`` is answered ``method_not_found``.
 - A ``tool/cancel`` cancels the running ``tool_handler`` call it names, and that call is not
-  answered: the daemon no longer needs its output. Once the connection is over, every running
-  ``tool_handler`` call is cancelled the same way.
+  answered; once the connection is over, every running call is cancelled the same way.
 - Nothing is kept per message unless a ``Recorder`` is attached (``recorder=``).
 - A ``ConnectionClosed`` says why the far end closed when a ``ConnectionMonitor`` knows
   (``connect_stdio``: the daemon's exit status and its last stderr lines); at the end of input the
@@ -30,20 +34,15 @@ What it guarantees:
 - An exception raised inside ``async with client`` leaves it as itself; only a failure of the
   client's own tasks comes out as an ``ExceptionGroup``.
 
-Exceptions::
-
-    Exception
-    ├── RpcError           the daemon answered a request with an error
-    └── ConnectionClosed   no answer can arrive any more
+Its exceptions are drawn in ``_errors``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from enum import Enum
 from typing import Any, Protocol
 
@@ -51,59 +50,17 @@ import anyio
 import orjson
 from anyio.abc import ByteStream, TaskGroup
 
+from oamd.client._correlation import Correlator, NotificationCallback, ResponseHook
+from oamd.client._errors import ConnectionClosed, RpcError
+from oamd.client._lines import MessageReader
+from oamd.client._notifications import NotificationHandler, Notifications
 from oamd.client._outbox import Outbox
 from oamd.client._recorder import Recorder
-from oamd.rpc.errors import CODES
-from oamd.transport.framing import LineFramer, OversizedLine
+from oamd.client._tool_calls import ToolCalls, ToolHandler
 
-__all__ = [
-    "Client",
-    "ConnectionClosed",
-    "ConnectionMonitor",
-    "NotificationCallback",
-    "RpcError",
-    "ToolHandler",
-]
+__all__ = ["Client", "ConnectionMonitor"]
 
 log = logging.getLogger("oamd.client")
-
-ToolHandler = Callable[[dict[str, Any]], Awaitable[Any]]
-"""Answers a ``tool/call``: given its ``params``, returns the reply's ``result``."""
-
-NotificationCallback = Callable[[dict[str, Any]], None]
-"""Receives the ``params`` of each notification carrying a request's id as ``requestId``."""
-
-
-class RpcError(Exception):
-    """An error response: ``code``, ``message`` and ``data`` (``data["code"]`` is the stable name).
-
-    Raised by ``request`` when the daemon answers with an error; a ``tool_handler`` raises it to
-    answer a ``tool/call`` with exactly this error.
-    """
-
-    def __init__(self, code: int, message: str, data: dict[str, Any] | None = None) -> None:
-        super().__init__(f"{code} {message}")
-        self.code = code
-        self.message = message
-        self.data = data or {}
-
-    @property
-    def name(self) -> str:
-        """The stable snake_case name (``data.code``), e.g. ``session_not_found``."""
-        return str(self.data.get("code", ""))
-
-    def to_error(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data:
-            out["data"] = self.data
-        return out
-
-
-class ConnectionClosed(Exception):
-    """Raised when an answer can no longer arrive: by a request (or ``wait``, ``next_message``,
-    ``send``) once the daemon has closed its side of the connection or the client was closed,
-    whether the request was already in flight or started afterwards. When the client's monitor
-    knows why the daemon closed (``connect_stdio``: it exited), the message ends with that."""
 
 
 class ConnectionMonitor(Protocol):
@@ -123,52 +80,6 @@ class _State(Enum):
     UNOPENED = "unopened"
     OPEN = "open"
     CLOSED = "closed"
-
-
-def _decode(line: bytes) -> dict[str, Any] | None:
-    """The message a line holds; ``None`` (logged) for a line that is not a JSON object."""
-    try:
-        try:
-            msg = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            msg = json.loads(line)  # what orjson refuses: escaped lone surrogates
-    except (ValueError, RecursionError) as exc:  # not JSON (or nested past Python's stack)
-        log.warning("skipped a line from the daemon that is not JSON (%s): %.80r", exc, line)
-        return None
-    if not isinstance(msg, dict):
-        log.warning("skipped a line from the daemon that is not a JSON object: %.80r", line)
-        return None
-    return msg
-
-
-def _lookup(table: dict[Any, Any], key: Any) -> Any:
-    try:
-        return table.get(key)
-    except TypeError:  # an unhashable id (a list or object) matches nothing we sent
-        return None
-
-
-class _Pending:
-    """A request in flight: its response once it arrives, and its notification callback."""
-
-    __slots__ = ("event", "on_notification", "response")
-
-    def __init__(self, on_notification: NotificationCallback | None) -> None:
-        self.event = anyio.Event()
-        self.response: dict[str, Any] | None = None
-        self.on_notification = on_notification
-
-
-class _Watch:
-    """One ``next_message`` waiter, with its own event: a wake-up is never shared or lost."""
-
-    __slots__ = ("error", "event", "match", "predicate")
-
-    def __init__(self, predicate: Callable[[dict[str, Any]], bool]) -> None:
-        self.predicate = predicate
-        self.event = anyio.Event()
-        self.match: dict[str, Any] | None = None
-        self.error: Exception | None = None
 
 
 _MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -211,14 +122,13 @@ class Client:
         self.tool_handler = tool_handler
         self.recorder = recorder
         self._on_message = on_message
-        self._framer = LineFramer(max_line_bytes)
+        self._lines = MessageReader(max_line_bytes)
         self._outbox = Outbox(stream, _HIGH_WATER_BYTES)
         self._reader = anyio.CancelScope()
         self._ids = itertools.count(1)
-        self._pending: dict[Any, _Pending] = {}
-        self._tool_calls: dict[Any, anyio.CancelScope] = {}
-        """Running ``tool_handler`` calls by ``tool/call`` id: a ``tool/cancel`` ends its one."""
-        self._watches: list[_Watch] = []
+        self._waiters = Correlator()
+        self._tool_calls = ToolCalls()
+        self._notifications = Notifications()
         self._tg: TaskGroup | None = None
         self._state = _State.UNOPENED
         self._closed = anyio.Event()
@@ -233,6 +143,7 @@ class Client:
         self._tg.start_soon(self._write)
         if self._monitor is not None:
             self._tg.start_soon(self._monitor.watch)
+        self._notifications.start(self._tg)
         return self
 
     async def __aexit__(
@@ -251,6 +162,15 @@ class Client:
         finally:
             self._fail_waiters()
             await self._stream.aclose()
+
+    # ---- notifications -----------------------------------------------------------------------
+
+    def on_notification(self, method: str, handler: NotificationHandler) -> Callable[[], None]:
+        """Calls ``handler`` with the ``params`` of every notification ``method`` (``world/changed``,
+        ``session/event``…) from now on; returns the function that removes it. A plain function
+        runs as the line is read; an ``async def`` in its own task, in arrival order. One that
+        raises is logged and costs that message only (see ``_notifications``)."""
+        return self._notifications.add(method, handler)
 
     # ---- sending -----------------------------------------------------------------------------
 
@@ -295,25 +215,29 @@ class Client:
         *,
         id: Any = None,
         on_notification: NotificationCallback | None = None,
+        on_response: ResponseHook | None = None,
     ) -> Any:
         """Sends a request without waiting; returns its id, which must be passed to ``wait``.
 
         ``on_notification`` receives the ``params`` of every notification whose ``requestId`` is
-        this request's id, until its response arrives.
+        this request's id, until its response arrives; ``on_response`` the response message as
+        it is read, before any later message is handled (``World.subscribe`` registers its
+        handler there, so no change read right after the answer is missed). A raising one is
+        logged.
 
         Raises:
             ConnectionClosed: the connection is already closed.
         """
         self._check_open()
         msg_id = self.next_id() if id is None else id
-        self._pending[msg_id] = _Pending(on_notification)
+        self._waiters.expect(msg_id, on_notification, on_response)
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             msg["params"] = params
         try:
             await self.send(msg)
         except BaseException:
-            self._pending.pop(msg_id, None)
+            self._waiters.forget(msg_id)
             raise
         return msg_id
 
@@ -323,16 +247,12 @@ class Client:
         Raises:
             ConnectionClosed: the connection closed before the response arrived.
         """
-        pending = self._pending[msg_id]
-        try:
-            await pending.event.wait()
-        finally:
-            del self._pending[msg_id]  # cancelled or not: a late response is dropped
-        if pending.response is None:
+        response = await self._waiters.response(msg_id)
+        if response is None:
             raise self._closed_error(
                 f"The connection closed before request {msg_id!r} was answered."
             )
-        return pending.response
+        return response
 
     async def call(
         self,
@@ -340,13 +260,28 @@ class Client:
         params: dict[str, Any] | None = None,
         *,
         on_notification: NotificationCallback | None = None,
+        on_response: ResponseHook | None = None,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
         """Sends a request and returns the raw response message (``result`` or ``error``).
 
+        ``timeout`` (seconds, from now) bounds sending and waiting alike; past it the request
+        stops waiting and its response, should it come, is dropped. The daemon is not told.
+
         Raises:
+            TimeoutError: ``timeout`` passed before the response arrived.
             ConnectionClosed: the connection closed before the response arrived.
         """
-        return await self.wait(await self.start(method, params, on_notification=on_notification))
+        msg_id = None
+        try:
+            with anyio.fail_after(timeout):
+                msg_id = await self.start(
+                    method, params, on_notification=on_notification, on_response=on_response
+                )
+                return await self.wait(msg_id)
+        except TimeoutError:
+            which = f"request {msg_id!r}" if msg_id is not None else "the request (unsent)"
+            raise TimeoutError(f"No answer to {method} ({which}) within {timeout} s.") from None
 
     async def request(
         self,
@@ -354,17 +289,26 @@ class Client:
         params: dict[str, Any] | None = None,
         *,
         on_notification: NotificationCallback | None = None,
+        on_response: ResponseHook | None = None,
+        timeout: float | None = None,
     ) -> Any:
-        """Sends a request and returns its ``result``.
+        """Sends a request and returns its ``result`` (``on_response`` as for ``start``,
+        ``timeout`` as for ``call``).
 
         Raises:
             RpcError: the daemon answered with an error.
+            TimeoutError: ``timeout`` passed before the response arrived.
             ConnectionClosed: the connection closed before the response arrived.
         """
-        response = await self.call(method, params, on_notification=on_notification)
+        response = await self.call(
+            method,
+            params,
+            on_notification=on_notification,
+            on_response=on_response,
+            timeout=timeout,
+        )
         if "error" in response:
-            err = response["error"]
-            raise RpcError(err.get("code", 0), err.get("message", ""), err.get("data"))
+            raise RpcError.from_error(response["error"])
         return response["result"]
 
     async def next_message(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
@@ -381,17 +325,10 @@ class Client:
                 if predicate(msg):
                     return msg
         self._check_open()
-        watch = _Watch(predicate)
-        self._watches.append(watch)
-        try:
-            await watch.event.wait()
-        finally:
-            self._watches.remove(watch)
-        if watch.error is not None:
-            raise watch.error
-        if watch.match is None:
+        match = await self._waiters.watch(predicate)
+        if match is None:
             raise self._closed_error("The connection closed before a matching message arrived.")
-        return watch.match
+        return match
 
     async def closed(self) -> None:
         """Returns once the connection is over: the daemon closed its side, or a write failed."""
@@ -411,18 +348,15 @@ class Client:
 
     def _fail_waiters(self) -> None:
         """Ends the connection: wakes every waiter (those without an answer raise
-        ``ConnectionClosed``), fails every unsent line, stops the reader and the running
-        ``tool_handler`` calls (no reply could reach the daemon)."""
+        ``ConnectionClosed``), fails every unsent line, stops the reader, the notification
+        handlers and the running ``tool_handler`` calls (no reply could reach the daemon)."""
         self._state = _State.CLOSED
         self._closed.set()
         self._outbox.close()
         self._reader.cancel()
-        for scope in self._tool_calls.values():
-            scope.cancel()
-        for pending in self._pending.values():
-            pending.event.set()
-        for watch in self._watches:
-            watch.event.set()
+        self._notifications.close()
+        self._tool_calls.cancel_all()
+        self._waiters.end()
 
     async def _write(self) -> None:
         await self._outbox.run()
@@ -447,17 +381,8 @@ class Client:
                             with anyio.move_on_after(_SETTLE_SECONDS):
                                 await self._monitor.settle()
                         return
-                    for line in self._framer.feed(chunk):
-                        if isinstance(line, OversizedLine):
-                            log.warning(
-                                "skipped a line of %d bytes from the daemon (the limit is %d)",
-                                line.size,
-                                self._framer.limit,
-                            )
-                        elif line.strip():
-                            msg = _decode(line)
-                            if msg is not None:
-                                self._handle(msg)
+                    for msg in self._lines.feed(chunk):
+                        self._handle(msg)
         finally:
             self._fail_waiters()
 
@@ -466,113 +391,23 @@ class Client:
             self.recorder.record_received(msg)
         if self._on_message is not None:
             self._on_message(msg)
-        self._wake_watches(msg)  # after recording: a predicate may look at what was received
-        if "method" in msg:
-            if "id" in msg:
-                assert self._tg is not None
-                self._tg.start_soon(self._answer, msg)
-            else:
-                if msg["method"] == "tool/cancel":
-                    self._cancel_tool_call(msg.get("params"))
-                self._route(msg)
-            return
-        pending = _lookup(self._pending, msg.get("id"))
-        if pending is not None:
-            pending.response = msg
-            pending.event.set()
-
-    def _route(self, msg: dict[str, Any]) -> None:
-        params = msg.get("params")
-        if not isinstance(params, dict) or "requestId" not in params:
-            return
-        pending = _lookup(self._pending, params["requestId"])
-        if pending is None or pending.on_notification is None or pending.response is not None:
-            return
-        try:
-            pending.on_notification(params)
-        except Exception:
-            log.exception("notification callback failed on %s; skipped", msg.get("method"))
-
-    def _wake_watches(self, msg: dict[str, Any]) -> None:
-        for watch in self._watches:
-            if watch.match is None and watch.error is None:
-                try:
-                    if watch.predicate(msg):
-                        watch.match = msg
-                        watch.event.set()
-                except Exception as exc:  # the waiter's own predicate: its error, not ours
-                    watch.error = exc
-                    watch.event.set()
-
-    def _cancel_tool_call(self, params: Any) -> None:
-        if isinstance(params, dict):
-            scope = _lookup(self._tool_calls, params.get("id"))
-            if scope is not None:
-                scope.cancel()
+        self._waiters.offer(msg)  # after recording: a predicate may look at what was received
+        if "method" not in msg:
+            self._waiters.resolve(msg)
+        elif "id" in msg:
+            assert self._tg is not None
+            self._tg.start_soon(self._answer, msg)
+        else:
+            method, params = msg["method"], msg.get("params")
+            if method == "tool/cancel":
+                self._tool_calls.cancel(params)
+            self._waiters.route(method, params)
+            if isinstance(method, str) and isinstance(params, dict):
+                self._notifications.dispatch(method, params)
 
     async def _answer(self, msg: dict[str, Any]) -> None:
         """Answers one request from the daemon; nothing it meets escapes into the task group."""
-        call_id = msg["id"]
-        if msg["method"] != "tool/call":
-            line = _reply_line(call_id, _unknown_method(msg["method"]))
-        else:
-            handler = self.tool_handler
-            if handler is None:
-                return  # left unanswered: the daemon's timeout applies
-            with anyio.CancelScope() as scope:
-                with contextlib.suppress(TypeError):  # an unhashable id: no tool/cancel names it
-                    self._tool_calls[call_id] = scope
-                try:
-                    line = _reply_line(call_id, await _outcome(handler, msg))
-                finally:
-                    if _lookup(self._tool_calls, call_id) is scope:
-                        del self._tool_calls[call_id]
-            if scope.cancelled_caught:
-                return  # the daemon no longer needs this output (tool/cancel), or cannot get it
-        if line is None:
-            return
-        with contextlib.suppress(ConnectionClosed):
-            await self.send_raw(line + b"\n")
-
-
-async def _outcome(handler: ToolHandler, msg: dict[str, Any]) -> dict[str, Any]:
-    """The reply's ``result`` or ``error`` member: what the handler returns, or what it raised."""
-    try:
-        return {"result": await handler(msg.get("params", {}))}
-    except RpcError as exc:
-        return {"error": exc.to_error()}
-    except Exception as exc:
-        return _handler_failed(msg["id"], exc)
-
-
-def _handler_failed(call_id: Any, exc: Exception) -> dict[str, Any]:
-    log.exception("tool handler failed on tool/call %r; answered with an error", call_id)
-    message = f"The engine's tool handler failed: {type(exc).__name__}: {exc}"
-    return {
-        "error": {
-            "code": CODES["internal_error"],
-            "message": message,
-            "data": {"code": "internal_error"},
-        }
-    }
-
-
-def _unknown_method(method: Any) -> dict[str, Any]:
-    message = f"The client serves tool/call only, not {method!r}."
-    data = {"code": "method_not_found", "method": method}
-    return {"error": {"code": CODES["method_not_found"], "message": message, "data": data}}
-
-
-def _reply_line(call_id: Any, outcome: dict[str, Any]) -> bytes | None:
-    """The reply to request ``call_id``; a result (or an ``RpcError``'s data) that is not JSON
-    becomes an error reply, as a failure of the handler. ``None`` (logged) when not even that
-    can be written: an id no encoder takes."""
-    try:
-        return orjson.dumps({"jsonrpc": "2.0", "id": call_id, **outcome})
-    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
-        failed = _handler_failed(call_id, exc)
-    try:
-        return orjson.dumps({"jsonrpc": "2.0", "id": call_id, **failed})
-    except TypeError:
-        log.error("could not encode a reply to request %r; left unanswered", call_id)
-        return None
+        line = await self._tool_calls.answer(msg, self.tool_handler)
+        if line is not None:
+            with contextlib.suppress(ConnectionClosed):
+                await self.send_raw(line + b"\n")

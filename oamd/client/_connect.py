@@ -12,8 +12,9 @@ import anyio
 from anyio.abc import ByteStream, Process
 from anyio.streams.stapled import StapledByteStream
 
-from oamd.client._client import Client, RpcError
+from oamd.client._client import Client
 from oamd.client._daemon import DaemonProcess, daemon_command, daemon_env
+from oamd.client._errors import RpcError
 
 __all__ = ["connect_stdio", "connect_stream", "connect_tcp", "connect_unix"]
 

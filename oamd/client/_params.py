@@ -1,18 +1,61 @@
-"""How the typed API builds a request: params without the members left unset, and a turn's
-events handed to the caller's ``on_text`` / ``on_event`` callbacks as they stream."""
+"""How the typed API builds a request: params without the members left unset, a turn's events
+handed to the caller's ``on_text`` / ``on_event`` callbacks as they stream, and the cancel a turn
+that timed out sends."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["EventCallback", "TextCallback", "event_router", "npc_text", "present", "session_text"]
+import anyio
+
+from oamd.client._errors import ConnectionClosed
+
+if TYPE_CHECKING:
+    from oamd.client._client import Client
+
+__all__ = [
+    "CANCEL_SEND_SECONDS",
+    "EventCallback",
+    "TextCallback",
+    "cancelling_on_timeout",
+    "event_router",
+    "npc_text",
+    "present",
+    "session_text",
+]
 
 EventCallback = Callable[[dict[str, Any]], None]
 """Receives each event of a turn as sent (``{"type": "text", "delta": …}``, ``modelStep``…)."""
 
 TextCallback = Callable[[str], None]
 """Receives each piece of a turn's text as it streams."""
+
+
+CANCEL_SEND_SECONDS = 1.0
+"""How long a timed-out turn waits to queue its cancel (while the outbox is full); past it the
+cancel is not sent and the turn runs on in the daemon."""
+
+
+async def cancelling_on_timeout(
+    client: Client, request: Awaitable[Any], method: str, params: dict[str, Any]
+) -> Any:
+    """``request``'s result; should it time out, the notification ``method`` (``session/cancel``,
+    ``npc/cancel``) goes out before the ``TimeoutError`` is raised, so the daemon stops the
+    turn's model work (and its ``tool/call``s) instead of running it for nobody. A notification:
+    nothing waits for its answer, and the line follows the turn's own in the outbox.
+
+    Raises:
+        TimeoutError: the request's ``timeout`` passed.
+    """
+    try:
+        return await request
+    except TimeoutError:
+        with contextlib.suppress(ConnectionClosed):  # then no turn runs on for us anyway
+            with anyio.move_on_after(CANCEL_SEND_SECONDS, shield=True):
+                await client.notify(method, params)
+        raise
 
 
 def present(**members: Any) -> dict[str, Any]:

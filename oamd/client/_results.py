@@ -1,4 +1,6 @@
-"""The results of the bridge's methods as pydantic models: what the typed API (``Bridge``) returns.
+"""The results of the bridge's own methods (``initialize``, the model, validation, ``session/*``,
+``content/generate``) and the parts they share, as pydantic models: what the typed API returns.
+The game namespaces' results are in ``_game_results``, the notifications' in ``_events``.
 
 Each model mirrors one result schema of ``protocol/bridge.json`` (``tests/test_client_results.py``
 compares their fields, required-ness and types, so the two cannot drift apart silently). Python
@@ -17,22 +19,23 @@ __all__ = [
     "Availability",
     "Capabilities",
     "ContentGenerateResult",
-    "Decision",
     "Emotion",
     "InitializeResult",
-    "NpcCreateResult",
-    "NpcTalkResult",
+    "SchemaValidateResult",
     "ServerInfo",
+    "SessionAck",
+    "SessionCompactResult",
     "SessionCreateResult",
+    "SessionListResult",
     "SessionRespondResult",
+    "SessionSummary",
     "Step",
     "ToolCall",
     "ToolCallRecord",
+    "ToolsValidateResult",
     "Usage",
-    "WorldCreateResult",
-    "WorldGetResult",
-    "WorldRemoveResult",
-    "WorldSetResult",
+    "ValidatedTool",
+    "WireModel",
 ]
 
 Emotion = Literal[
@@ -56,7 +59,10 @@ Emotion = Literal[
 """An NPC's emotion (``$defs/Emotion``)."""
 
 
-class _Result(BaseModel):
+class WireModel(BaseModel):
+    """A result as the wire has it: read from camelCase (or snake_case) names, members a newer
+    daemon adds kept in ``model_extra``, frozen."""
+
     model_config = ConfigDict(
         alias_generator=to_camel,
         validate_by_name=True,
@@ -69,7 +75,7 @@ class _Result(BaseModel):
 # ---- parts shared by several results -----------------------------------------------------------
 
 
-class ToolCall(_Result):
+class ToolCall(WireModel):
     """A call the model made (``$defs/ToolCall``); ``arguments`` follow the tool's schema."""
 
     id: str
@@ -77,7 +83,7 @@ class ToolCall(_Result):
     arguments: Any
 
 
-class ToolCallRecord(_Result):
+class ToolCallRecord(WireModel):
     """A finished tool call of a turn, with what the model read back (``$defs/ToolCallRecord``)."""
 
     call: ToolCall
@@ -87,7 +93,7 @@ class ToolCallRecord(_Result):
     duration_seconds: float
 
 
-class Usage(_Result):
+class Usage(WireModel):
     """Token counts of a turn (``$defs/Usage``); estimated where a backend has no tokenizer."""
 
     input_tokens: int
@@ -96,7 +102,7 @@ class Usage(_Result):
     total_tokens: int
 
 
-class Step(_Result):
+class Step(WireModel):
     """One model step of a turn (``$defs/Step``)."""
 
     index: int
@@ -112,7 +118,7 @@ class Step(_Result):
 # ---- initialize and the model ------------------------------------------------------------------
 
 
-class Availability(_Result):
+class Availability(WireModel):
     """Whether the daemon's ``"system"`` model can run (``model/availability``; ``$defs/Availability``)."""
 
     available: bool
@@ -129,7 +135,7 @@ class Availability(_Result):
     total_bytes: int | None = None
 
 
-class Capabilities(_Result):
+class Capabilities(WireModel):
     """What the daemon offers (``$defs/Capabilities``)."""
 
     methods: list[str]
@@ -143,13 +149,13 @@ class Capabilities(_Result):
     batch: Literal[False]
 
 
-class ServerInfo(_Result):
+class ServerInfo(WireModel):
     name: str
     """``oamd`` here, ``open-apple-models`` on Apple."""
     version: str
 
 
-class InitializeResult(_Result):
+class InitializeResult(WireModel):
     """``initialize``."""
 
     protocol_version: str
@@ -158,17 +164,46 @@ class InitializeResult(_Result):
     model: Availability
 
 
+# ---- validation --------------------------------------------------------------------------------
+
+
+class SchemaValidateResult(WireModel):
+    """``schema/validate``: what the daemon makes of a JSON Schema before a turn uses it."""
+
+    warnings: list[str]
+    generation_schema: Any
+    """The schema as the model is constrained by it."""
+    rendered: str | None = None
+    """The text the model is shown (an Android extension)."""
+
+
+class ValidatedTool(WireModel):
+    """One tool of ``tools/validate`` (``$defs/ValidatedTool``)."""
+
+    name: str
+    warnings: list[str]
+    generation_schema: Any
+    rendered: str | None = None
+
+
+class ToolsValidateResult(WireModel):
+    """``tools/validate``: each tool as the daemon reads it, and what it warns about."""
+
+    tools: list[ValidatedTool]
+    warnings: list[str]
+
+
 # ---- sessions ----------------------------------------------------------------------------------
 
 
-class SessionCreateResult(_Result):
+class SessionCreateResult(WireModel):
     """``session/create``."""
 
     session: str
     warnings: list[str]
 
 
-class SessionRespondResult(_Result):
+class SessionRespondResult(WireModel):
     """``session/respond``: one turn's answer, the tool calls it made and what it cost."""
 
     session: str
@@ -182,90 +217,44 @@ class SessionRespondResult(_Result):
     warnings: list[str] = Field(default_factory=list)
 
 
-# ---- NPCs and decisions ------------------------------------------------------------------------
+class SessionAck(WireModel):
+    """``session/setInstructions``, ``session/setContextNote``, ``session/reset``: done, in the
+    session's order of operations."""
+
+    session: str
 
 
-class NpcCreateResult(_Result):
-    """``npc/create`` and ``npc/restore`` (``$defs/NpcSetupResult``)."""
+class SessionCompactResult(WireModel):
+    """``session/compact``: the summary older turns were folded into (``None``: nothing to fold)."""
 
-    npc: str
+    session: str
+    summary: str | None
+
+
+class SessionSummary(WireModel):
+    """One session of ``session/list`` (``$defs/SessionSummary``)."""
+
+    session: str
+    model: str
+    instructions: str | None = None
     tools: list[str]
-    """Every tool the NPC has: the client's and its memory and world tools."""
-    warnings: list[str]
+    busy: bool
+    pending_operations: int
+    entries: int
+    created_at: str
+    """ISO 8601."""
 
 
-class NpcTalkResult(_Result):
-    """``npc/talk``: the NPC's line and how the exchange left it."""
+class SessionListResult(WireModel):
+    """``session/list``: this connection's sessions, in creation order."""
 
-    npc: str
-    line: str
-    emotion: Emotion
-    player_options: list[str]
-    ends_conversation: bool
-    tool_calls: list[ToolCallRecord]
-    relationship: int
-    """-100 (hostile) … 100 (devoted), after this exchange."""
-    is_fallback: bool
-    """The model failed; ``line`` is the persona's fallback line."""
-    usage: Usage
-    warnings: list[str] = Field(default_factory=list)
-
-
-class Decision(_Result):
-    """``decision/decide`` (``$defs/Decision``): the option chosen and why."""
-
-    option_id: str = Field(alias="optionID")
-    reasoning: str
-    confidence: int
-    """0 … 100."""
-    tool_calls: list[ToolCallRecord]
-    usage: Usage
-    is_fallback: bool
-    warnings: list[str] = Field(default_factory=list)
-
-
-# ---- worlds ------------------------------------------------------------------------------------
-
-
-class WorldCreateResult(_Result):
-    """``world/create``."""
-
-    world: str
-    version: int
-
-
-class WorldGetResult(_Result):
-    """``world/get``: the value at ``path`` (``None`` and ``exists`` false when absent)."""
-
-    world: str
-    path: str
-    value: Any
-    exists: bool
-    version: int
-
-
-class WorldSetResult(_Result):
-    """``world/set`` and ``world/merge``: the world's version after the write."""
-
-    world: str
-    path: str
-    version: int
-
-
-class WorldRemoveResult(_Result):
-    """``world/remove``."""
-
-    world: str
-    path: str
-    removed: bool
-    old_value: Any
-    version: int
+    sessions: list[SessionSummary]
 
 
 # ---- content -----------------------------------------------------------------------------------
 
 
-class ContentGenerateResult(_Result):
+class ContentGenerateResult(WireModel):
     """``content/generate``: JSON matching the schema asked for, keys in schema order."""
 
     content: Any

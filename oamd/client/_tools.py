@@ -14,15 +14,18 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from oamd.client._client import RpcError
+from oamd.client._errors import RpcError
 from oamd.client._results import ToolCall
 from oamd.rpc.errors import CODES
 
-__all__ = ["ToolBox", "ToolContext", "ToolError", "ToolFunction"]
+__all__ = ["ToolBox", "ToolContext", "ToolError", "ToolFunction", "Tools"]
 
 ToolFunction = Callable[..., Any | Awaitable[Any]]
 """A tool's handler: ``(arguments)`` or ``(arguments, context)``, sync or async; returns the
 output (a string, or any JSON value)."""
+
+Tools = Iterable[str | dict[str, Any]]
+"""Registered tool names, or tool definitions sent as they are."""
 
 _NO_ARGUMENTS = {"type": "object", "properties": {}}
 
@@ -91,9 +94,7 @@ class ToolBox:
             definition["timeoutSeconds"] = timeout
         self._tools[name] = _Tool(definition, handler, _takes_context(handler))
 
-    def definitions(
-        self, tools: Iterable[str | dict[str, Any]] | None = None
-    ) -> list[dict[str, Any]]:
+    def definitions(self, tools: Tools | None = None) -> list[dict[str, Any]]:
         """Tool definitions for the wire: registered names are looked up, dicts pass as they are;
         ``None`` means every registered tool.
 
