@@ -207,6 +207,20 @@ class Floor:
             llm.eval([token])
         return perf_counter() - started
 
+    def rates(self, prompt: int = 256, output: int = 64) -> tuple[float, float]:
+        """The bare API's prefill and decode speed in tokens a second on the default threads:
+        ``prompt`` fresh tokens evaluated in one batch, then ``output`` decoded one by one."""
+        llm = self.llm
+        llm._ctx.set_n_threads(self.default_threads, self.default_threads)
+        llm.reset()
+        started = perf_counter()
+        llm.eval(self.tokens[:prompt])
+        prefill = perf_counter() - started
+        started = perf_counter()
+        for _ in range(output):
+            llm.eval([llm.sample(top_k=1, temp=0.0)])
+        return prompt / prefill, output / (perf_counter() - started)
+
     def _evaluate_seconds(self, count: int, piece: int = 64) -> float:
         """Evaluating ``count`` tokens in pieces, as scoring candidates does (each piece on top
         of a short cached prefix, so the context never fills)."""
@@ -263,6 +277,20 @@ def tokens(turn: Turn) -> tuple[int, int, int]:
     )
 
 
+def daemon_rates(turns: list[Turn]) -> tuple[float, float]:
+    """The daemon's prefill and decode speed over its generating steps, from their logs: uncached
+    prompt tokens ÷ time to first token, output tokens after the first ÷ decode time."""
+    steps = [s for t in turns for s in t.steps if s.kind not in ("score", "turn") and s.output]
+    prefill_ms = sum(s.first_token_ms for s in steps)
+    decode_ms = sum(s.decode_ms for s in steps)
+    prefilled = sum(s.prompt - s.cached for s in steps)
+    decoded = sum(s.output - 1 for s in steps)
+    return (
+        prefilled / prefill_ms * 1000 if prefill_ms else 0.0,
+        decoded / decode_ms * 1000 if decode_ms else 0.0,
+    )
+
+
 def turn_row(i: int, turn: Turn) -> str:
     kinds = " ".join(f"{s.kind}:{s.total_ms / 1000:.2f}" for s in turn.steps)
     prompt, cached, output = tokens(turn)
@@ -288,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     floor = Floor(model_path(args.model), threads or min(os.cpu_count() or 1, 8))
     for turn in turns:
         turn.floor_s = sum(floor.step_seconds(s) for s in turn.steps)
+    bare_prefill, bare_decode = floor.rates()
+    ours_prefill, ours_decode = daemon_rates(turns)
     talks = [t for t in turns if t.what == "npc/talk"]
     sane = sum(not t.problems for t in talks)
     report = {
@@ -296,6 +326,12 @@ def main(argv: list[str] | None = None) -> int:
         "decision": summary(turns, "decision"),
         "content": summary(turns, "content"),
         "sane_share": sane / len(talks),
+        "tokens_per_second": {
+            "prefill": ours_prefill,
+            "decode": ours_decode,
+            "bare_prefill": bare_prefill,
+            "bare_decode": bare_decode,
+        },
         "turns": [
             {
                 "what": t.what,
@@ -328,6 +364,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     out.append(f"sane NPC lines: {sane}/{len(talks)} ({report['sane_share'] * 100:.0f} %)")
     out.append(f"first NPC turn: {report['npc']['first_input_tokens']} prompt tokens")
+    out.append(
+        f"tokens/s: prefill {ours_prefill:.0f} in the daemon's steps (first token included), "
+        f"{bare_prefill:.0f} bare; decode {ours_decode:.0f} in the daemon, {bare_decode:.0f} bare "
+        "(the same file and threads)"
+    )
     sys.stdout.write("\n".join(out) + "\n")
     return 0
 
