@@ -29,6 +29,7 @@ from oamd.game.talk import LineTracker, TalkOutcome
 from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_call, encode_record, encode_usage
+from oamd.methods.model_warning import system_model_warnings
 from oamd.methods.state import BridgeState
 from oamd.methods.world import world_store
 from oamd.rpc import Deferred, Registry, Request, Result
@@ -39,18 +40,6 @@ CREATE_KEYS = ("npc", "persona", "tools", "world", "memory", "options", "model")
 RESTORE_KEYS = ("npc", "state", "tools", "world", "options", "model")
 TALK_KEYS = ("npc", "line", "context", "stream", "toolChoice")
 UPDATE_KEYS = ("npc", "persona", "options", "memory", "tools")
-
-
-def _model_warning(state: BridgeState, model: Any, model_name: str) -> list[str]:
-    if model_name != "system":
-        return []
-    availability = model.last_known_availability()
-    if availability is None or availability.available:
-        return []
-    return [
-        f"The system model is unavailable ({availability.reason or 'unknown'}); turns will fail "
-        "with model_unavailable until it is ready."
-    ]
 
 
 def _build(
@@ -86,7 +75,7 @@ def _build(
     tools, tool_warnings = parse_tools(tools_raw, tools_path)
     world_state = world_store(req).get(world) if world is not None else None
     warnings += persona_warnings + option_warnings + tool_warnings
-    warnings += _model_warning(state, model, model_name)
+    warnings += system_model_warnings(model, model_name)
     names = tool_names(options, [t.name for t in tools], world is not None)
     check_tool_names(names, options)
     warnings += tool_count_warning(len(names))

@@ -19,6 +19,7 @@ from oamd.limits import MAX_TOOLS
 from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_turn
+from oamd.methods.model_warning import system_model_warnings
 from oamd.methods.state import BridgeState
 from oamd.methods.validate import compile_param_schema
 from oamd.rpc import Deferred, Registry, Request, Result
@@ -87,13 +88,7 @@ def create(req: Request) -> Result:
         )
     warnings += tool_count_warning(len(tools))
     model, model_name = state.config.models.resolve(p.get("model"))
-    if model_name == "system":
-        availability = model.last_known_availability()
-        if availability is not None and not availability.available:
-            warnings.append(
-                f"The system model is unavailable ({availability.reason or 'unknown'}); turns "
-                "will fail with model_unavailable until it is ready."
-            )
+    warnings += system_model_warnings(model, model_name)
     if any(t.name == RESPOND_DIRECTLY for t in tools):
         raise InvalidRequest(f"'{RESPOND_DIRECTLY}' is reserved for ToolChoice.explicit.")
     session = Session(
