@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint format wheel dist ffi dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak eval llama-server clean
+.PHONY: FORCE test lint format wheel dist ffi dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak eval llama-server clean
 
 # llama-cpp-python builds from source (5-13 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
@@ -71,11 +71,18 @@ $(FFI_LIB): $(FFI_SOURCES) $(wildcard ffi/*.h)
 	$(CC) $(FFI_CFLAGS) -o $@ $(FFI_SOURCES)
 
 # Opt-in: also llama.cpp and the default SmolLM2 model (dist/oamd-llama/, ~200 MB): `--model
-# llamacpp` works out of the box.
+# llamacpp` works out of the box. MODEL=NAME|PATH bundles another model instead: a name pulled
+# with `oamd models pull NAME`, or a GGUF file (the default, llamacpp, is SmolLM2; MODEL is also
+# `make eval`'s). A change of MODEL rebuilds (the stamp holds the last one).
+LLAMA_MODEL_STAMP := build/pyinstaller/oamd-llama.model
 dist-llama: dist/oamd-llama/oamd
-dist/oamd-llama/oamd: $(DIST_SOURCES) | $(STAMP)
-	$(PYINSTALLER) --distpath dist --workpath build/pyinstaller/oamd-llama $(SPEC) -- --llama
+$(LLAMA_MODEL_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(MODEL)' | cmp -s - $@ || echo '$(MODEL)' > $@
+dist/oamd-llama/oamd: $(DIST_SOURCES) $(LLAMA_MODEL_STAMP) | $(STAMP)
+	$(PYINSTALLER) --distpath dist --workpath build/pyinstaller/oamd-llama $(SPEC) -- --llama --model '$(MODEL)'
 	touch $@
+FORCE:
 
 # Opt-in: the one-file variant, built for bench-dist only (the one folder ships; why: packaging/).
 dist-onefile: dist/onefile/oamd

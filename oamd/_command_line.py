@@ -24,6 +24,7 @@ from oamd._command_options import (
     add_serving_options,
     exit_codes,
 )
+from oamd._models_options import add_models_command
 from oamd.log import LEVELS
 
 __all__ = ["CommandLine", "parse_command_line"]
@@ -41,6 +42,7 @@ TAKES = {
     "serve": tuple(SHARED),
     "check": tuple(SHARED),
     "version": ("--log-level", "--log-format"),
+    "models": (),
     "conformance": (),
 }
 """Which shared options each command takes (``conformance`` reads its own command line)."""
@@ -171,6 +173,9 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
             epilog=exit_codes((0, "always")),
             formatter_class=formatter,
         ),
+    }
+    actions = add_models_command(sub, _Parser)
+    commands |= {
         "conformance": sub.add_parser(
             "conformance",
             help="play the conformance corpus against an implementation, or diff two"
@@ -184,7 +189,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     for name in ("stdio", "serve"):
         add_serving_options(commands[name])
     add_serve_options(commands["serve"])
-    return top, commands
+    return top, commands | actions
 
 
 class CommandLine:
@@ -210,7 +215,8 @@ def parse_command_line(argv: list[str]) -> CommandLine:
     """Parses ``argv`` (without the program name); a usage error exits 2."""
     top, commands = _parsers()
     args = top.parse_args(argv)
-    line = CommandLine(args, commands[args.command])
+    action = getattr(args, "models_action", None)
+    line = CommandLine(args, commands[f"{args.command} {action}" if action else args.command])
     for flag, dest in SHARED.items():
         if not hasattr(args, BEFORE + dest):
             continue

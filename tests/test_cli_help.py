@@ -41,12 +41,15 @@ HELP_COLUMNS = "100"
 """argparse wraps help to $COLUMNS: fixed, so the pages parse the same on every terminal."""
 
 CONFORMANCE_COMMANDS = ["run", "diff", "record", "show", "fmt", "list"]
+MODELS_ACTIONS = ["pull", "list", "rm"]
 PAGES = [
     [],
     ["stdio"],
     ["serve"],
     ["check"],
     ["version"],
+    ["models"],
+    *(["models", action] for action in MODELS_ACTIONS),
     ["conformance"],
     *(["conformance", name] for name in CONFORMANCE_COMMANDS),
 ]
@@ -107,7 +110,7 @@ def test_every_help_page_is_its_commands_own_and_explains_every_option(page):
 
 def test_the_top_level_help_lists_every_command():
     listed = oamd("--help").stdout.split("\ncommands:\n", 1)[1]
-    for command in ["stdio", "serve", "check", "version", "conformance"]:
+    for command in ["stdio", "serve", "check", "version", "models", "conformance"]:
         assert re.search(rf"^\s+{command}\s+\S", listed, re.MULTILINE), command
 
 
@@ -137,10 +140,18 @@ def test_an_options_help_shows_its_real_default(command, option, default):
 
 @pytest.mark.parametrize(
     ("command", "codes"),
-    [("stdio", [0, 2, 130, 141]), ("serve", [0, 2, 130]), ("check", [0, 2, 3]), ("version", [0])],
+    [
+        ("stdio", [0, 2, 130, 141]),
+        ("serve", [0, 2, 130]),
+        ("check", [0, 2, 3]),
+        ("version", [0]),
+        ("models pull", [0, 2, 4, 5, 6, 130]),
+        ("models list", [0]),
+        ("models rm", [0, 2, 3, 6]),
+    ],
 )
 def test_every_commands_help_ends_with_its_exit_codes(command, codes):
-    table = oamd(command, "--help").stdout.split("\nexit codes:\n", 1)[1]
+    table = oamd(*command.split(), "--help").stdout.split("\nexit codes:\n", 1)[1]
     assert [int(code) for code in re.findall(r"^  (\d+) ", table, re.MULTILINE)] == codes
 
 
@@ -148,7 +159,8 @@ def test_every_commands_help_ends_with_its_exit_codes(command, codes):
     ("spec", "forms"),
     [
         ("openai:http://127.0.0.1:1/v1?bogus=1", "openai:<base-url>[#<model>]"),
-        ("llamacpp?bogus=1", "llamacpp[:<path.gguf>]"),
+        ("llamacpp?bogus=1", "llamacpp[:<path.gguf>|<name>|hf:<org>/<repo>/<file.gguf>]"),
+        ("ollama:smollm2?bogus=1", "ollama:<name>[:<tag>][?<the llamacpp options>]"),
     ],
 )
 def test_the_model_forms_in_help_name_every_option_the_spec_takes(spec, forms):
@@ -209,6 +221,24 @@ BAD = [
     (["serve", "--model", "openai:ftp://host"], "oamd serve", "--model"),
     (["--model", "none", "version"], "oamd", "--model"),
     (["--model", "none", "conformance", "list"], "oamd", "--model"),
+    (["--model", "none", "models", "list"], "oamd", "--model"),
+    (["models", "--bogus", "list"], "oamd models", "--bogus"),
+    (["models", "bogus"], "oamd models", "bogus"),
+    (["models", "pull"], "oamd models pull", "NAME|URL"),
+    (["models", "pull", "x", "--bogus"], "oamd models pull", "--bogus"),
+    (["models", "pull", "no-such-model"], "oamd models pull", "no-such-model"),
+    (["models", "pull", "ftp://host/m.gguf"], "oamd models pull", "ftp://host/m.gguf"),
+    (["models", "pull", "qwen3-0.6b", "--sha256", "abc"], "oamd models pull", "--sha256"),
+    (["models", "pull", "qwen3-0.6b", "--name", "mine"], "oamd models pull", "--name"),
+    (["models", "pull", "http://h/m.gguf", "--name", "../up"], "oamd models pull", "../up"),
+    (["models", "pull", "x", "--progress", "loud"], "oamd models pull", "--progress"),
+    (["models", "list", "--bogus"], "oamd models list", "--bogus"),
+    (["models", "rm"], "oamd models rm", "NAME"),
+    (["models", "rm", "a/b"], "oamd models rm", "a/b"),
+    (["check", "--model", "llamacpp:no-such-model"], "oamd check", "no-such-model"),
+    (["check", "--model", "ollama:"], "oamd check", "ollama"),
+    (["check", "--model", "ollama:a/b/c/d"], "oamd check", "ollama:a/b/c/d"),
+    (["check", "--model", "llamacpp:hf:org-only"], "oamd check", "hf:org-only"),
 ]
 
 

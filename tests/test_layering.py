@@ -20,6 +20,9 @@ ALLOWED = {
     "game": {"game", "agent", "backends.base", "limits", "errors", "log", "jsonvalue"},
     "methods": {"methods", "rpc", "agent", "game", "limits", "errors", "log", "jsonvalue"},
     "client": {"client", "transport", "rpc.errors", "jsonvalue"},
+    # the model store is a leaf beside backends/: the llama.cpp backend may not import it, so
+    # oamd.cli hands its lookup to the backend; it needs none of the daemon's layers itself
+    "models": {"models", "limits", "errors", "log", "jsonvalue"},
 }
 
 

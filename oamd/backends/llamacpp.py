@@ -1,5 +1,6 @@
 """The embedded llama.cpp backend: a GGUF model run by llama-cpp-python inside the daemon
-(``--model llamacpp[:<path.gguf>]``, extra ``oamd[local]``).
+(``--model llamacpp[:<path.gguf>|<name>]`` or ``ollama:<name>``, extra ``oamd[local]``; a name
+is looked up through ``oamd.backends._model_location``).
 
 Owns the model's lifecycle (loaded on first use, closed by ``aclose``) and the hand-off between
 the event loop and llama.cpp; the blocking work itself is ``oamd.backends._llama_runtime``.
@@ -37,6 +38,13 @@ import anyio
 import anyio.to_thread
 
 from oamd.backends._llama_runtime import LlamaRuntime, llama_cpp_version
+from oamd.backends._model_location import (
+    Locator,
+    Resolver,
+    availability_of,
+    describe_model_file,
+    reference_of,
+)
 from oamd.backends._packaged_model import (
     PACKAGED_MODEL_INSTALL,
     PACKAGED_MODEL_MODULE,
@@ -97,18 +105,6 @@ def _close_chunks(chunks: Iterator[dict[str, Any]]) -> None:
     close = getattr(chunks, "close", None)
     if close is not None:
         close()
-
-
-def describe_model_file(path: Path) -> str:
-    """``SmolLM2-135M-Instruct (Q4_1, 92 MB)`` for ``SmolLM2-135M-Instruct.Q4_1.gguf``."""
-    name, dot, quant = path.stem.rpartition(".")
-    if not dot or not name:
-        name, quant = path.stem, ""
-    try:
-        size = f"{path.stat().st_size / 1e6:.0f} MB"
-    except OSError:
-        size = "size unknown"
-    return f"{name} ({quant}, {size})" if quant else f"{name} ({size})"
 
 
 def _progress(text: str) -> None:
@@ -179,15 +175,21 @@ class LlamaCppModel(LanguageModel):
         ram_cache_bytes: int = 0,
         prompts: str | None = None,
         choices: str = "likelihood",
+        locate: Locator | None = None,
     ) -> None:
-        """``path`` ``None`` means the packaged SmolLM2; ``threads`` ``None`` means the cores
-        other processes leave free, picked before each step (``oamd.backends._llama_threads``:
+        """``path`` ``None`` means the packaged SmolLM2, unless ``locate`` finds the file of a
+        named model (asked again at each check until the model loads); ``threads`` ``None``
+        means the cores other processes leave free, picked before each step
+        (``oamd.backends._llama_threads``:
         llama.cpp's threads wait on each other, so one stalled by a busy core stalls them all);
         ``ram_cache_bytes`` > 0 also keeps whole KV states in RAM (llama-cpp-python's
         ``LlamaRAMCache``), which helps when several sessions interleave; ``prompts`` forces the
         compact or the full prompt layout (``None``: by the model's size, once loaded);
         ``choices`` ``generation`` turns likelihood scoring off."""
         self.path = Path(path) if path else None
+        self._locate = locate
+        self._waiting: Availability | None = None
+        """What a named model that is not on disk yet answers (``downloadable``…)."""
         self.context_size = context_size
         self.threads = threads
         self.ram_cache_bytes = ram_cache_bytes
@@ -211,17 +213,24 @@ class LlamaCppModel(LanguageModel):
         )
 
     @classmethod
-    def from_spec(cls, spec: str) -> LlamaCppModel:
-        """``[<path.gguf>][?option=value&…]`` (the part after ``llamacpp:``). Options:
+    def from_spec(
+        cls, spec: str, *, resolve: Resolver | None = None, locate: Locator | None = None
+    ) -> LlamaCppModel:
+        """``[<path.gguf>|<name>|hf:<org>/<repo>/<file>][?option=value&…]`` (the part after
+        ``llamacpp:``); a name or ``hf:`` reference is looked up by ``resolve`` (without one it
+        is taken for a path), ``locate`` is a lookup made already (``ollama:``). Options:
         ``ctx=<tokens>`` (context, default 4096), ``threads=<n>`` (default: the free cores, step by step),
         ``cache=<MiB>`` (a RAM cache of KV states, default off), ``prompts=compact|full`` (the
         prompt layout; default: compact below ``COMPACT_BELOW_PARAMETERS``), ``choices=
         likelihood|generation`` (how closed choices are made; default likelihood).
 
         Raises:
-            ValueError: an option is unknown or malformed.
+            ValueError: an option is unknown or malformed, or ``resolve`` refused the name.
         """
         path, _, query = spec.partition("?")
+        reference = reference_of(path) if path else None
+        if reference is not None and resolve is not None:
+            locate = resolve(*reference)
         options: dict[str, Any] = {}
         numbers = {"ctx": "context_size", "threads": "threads", "cache": "ram_cache_bytes"}
         words = {"prompts": ("compact", "full"), "choices": ("likelihood", "generation")}
@@ -242,26 +251,40 @@ class LlamaCppModel(LanguageModel):
                 )
             number = int(value)
             options[numbers[key]] = number * 1024 * 1024 if key == "cache" else number
-        return cls(path or None, **options)
+        return cls(None if locate is not None else path or None, locate=locate, **options)
 
     # ---- availability -------------------------------------------------------------------------
 
-    def _model_path(self) -> Path | None:
-        return self.path if self.path is not None else packaged_model_path()
+    def _fail(self, problem: str) -> Availability:
+        self._problem = problem
+        self._state = _State.FAILED
+        return self._unavailable()
 
-    def _missing(self) -> str | None:
-        """Why the model cannot load, when that is known without loading it."""
+    def _find(self) -> tuple[Path | None, str | None, Availability | None]:
+        """The file to load (and its name for people), or the answer to give instead: a named
+        model not on disk yet (looked for again next time), or a problem that stays."""
         if importlib.util.find_spec("llama_cpp") is None:
-            return f"llama-cpp-python is not installed; {INSTALL_HINT}."
-        path = self._model_path()
+            return None, None, self._fail(f"llama-cpp-python is not installed; {INSTALL_HINT}.")
+        name = None
+        if self._locate is not None:
+            location = self._locate()
+            if location.path is None:
+                return None, None, availability_of(location)
+            path, name = location.path, location.label
+        else:
+            path = self.path if self.path is not None else packaged_model_path()
         if path is None:
             return (
-                f"No model path was given and the packaged model ({PACKAGED_MODEL_MODULE}) is "
-                f"not installed; {PACKAGED_MODEL_INSTALL}, or use --model llamacpp:<path.gguf>."
+                None,
+                None,
+                self._fail(
+                    f"No model path was given and the packaged model ({PACKAGED_MODEL_MODULE}) is "
+                    f"not installed; {PACKAGED_MODEL_INSTALL}, or use --model llamacpp:<path.gguf>."
+                ),
             )
         if not path.is_file():
-            return f"The model file {path} does not exist."
-        return None
+            return None, None, self._fail(f"The model file {path} does not exist.")
+        return path, name, None
 
     def _available(self) -> Availability:
         assert self._runtime is not None
@@ -285,60 +308,61 @@ class LlamaCppModel(LanguageModel):
             return self._available()
         if self._state in (_State.FAILED, _State.CLOSED):
             return self._unavailable()
-        problem = self._missing()
-        if problem is not None:
-            self._problem = problem
-            self._state = _State.FAILED
-            return self._unavailable()
-        return None
+        return self._find()[2]
 
     async def availability(self) -> Availability:
         """Loads the model when it is not loaded yet, so ``ready`` means it really runs."""
         try:
             await self._loaded()
         except ModelError:
+            if self._state is _State.UNLOADED and self._waiting is not None:
+                return self._waiting
             return self._unavailable()
         return self._available()
 
     async def _loaded(self) -> LlamaRuntime:
         async with self._load_gate:
             if self._state is _State.UNLOADED:
-                problem = self._missing()
-                if problem is None:
-                    path = self._model_path()
-                    assert path is not None
-                    described = describe_model_file(path)
-                    _progress(f"oamd: loading {described}… ")
-                    started = time.monotonic()
-                    try:
-                        self._runtime = await anyio.to_thread.run_sync(
-                            lambda: LlamaRuntime(
-                                path,
-                                context_size=self.context_size,
-                                threads=self.threads,
-                                ram_cache_bytes=self.ram_cache_bytes,
-                            ),
-                            limiter=self.thread_limiter,
-                        )
-                    except (ImportError, ValueError, OSError, RuntimeError) as exc:
-                        problem = f"llama.cpp could not load {path}: {exc}"
-                    finally:
-                        elapsed = time.monotonic() - started
-                        outcome = "done" if self._runtime is not None else "failed"
-                        _progress(f"{outcome} in {elapsed:.1f} s\n")
-                    if problem is None:
-                        seconds = round(elapsed, 2)
-                        log.info("model_loaded", model=described, path=str(path), seconds=seconds)
-                    else:
-                        log.warning("model_load_failed", path=str(path), error=problem)
-                self._state = _State.READY if problem is None else _State.FAILED
-                self._problem = problem
-                if self._runtime is not None and self.prompts is None:
-                    small = self._runtime.parameters < COMPACT_BELOW_PARAMETERS
-                    self.capabilities = replace(self.capabilities, compact_prompts=small)
+                path, name, self._waiting = self._find()
+                if path is not None:
+                    await self._load(path, describe_model_file(path, name))
+            if self._state is _State.UNLOADED and self._waiting is not None:
+                raise ModelError("model_unavailable", self._waiting.detail or "Not downloaded.")
             if self._state is not _State.READY or self._runtime is None:
                 raise ModelError("model_unavailable", self._problem or "The model is closed.")
             return self._runtime
+
+    async def _load(self, path: Path, described: str) -> None:
+        """Loads ``path`` in a worker thread; the model is ``READY`` or ``FAILED`` after."""
+        problem = None
+        _progress(f"oamd: loading {described}… ")
+        started = time.monotonic()
+        try:
+            self._runtime = await anyio.to_thread.run_sync(
+                lambda: LlamaRuntime(
+                    path,
+                    context_size=self.context_size,
+                    threads=self.threads,
+                    ram_cache_bytes=self.ram_cache_bytes,
+                ),
+                limiter=self.thread_limiter,
+            )
+        except (ImportError, ValueError, OSError, RuntimeError) as exc:
+            problem = f"llama.cpp could not load {path}: {exc}"
+        finally:
+            elapsed = time.monotonic() - started
+            outcome = "done" if self._runtime is not None else "failed"
+            _progress(f"{outcome} in {elapsed:.1f} s\n")
+        if problem is None:
+            seconds = round(elapsed, 2)
+            log.info("model_loaded", model=described, path=str(path), seconds=seconds)
+        else:
+            log.warning("model_load_failed", path=str(path), error=problem)
+        self._state = _State.READY if problem is None else _State.FAILED
+        self._problem = problem
+        if self._runtime is not None and self.prompts is None:
+            small = self._runtime.parameters < COMPACT_BELOW_PARAMETERS
+            self.capabilities = replace(self.capabilities, compact_prompts=small)
 
     async def settle_capabilities(self) -> None:
         """Loads the model (once): its size picks the prompt layout a turn is planned with."""

@@ -1,0 +1,145 @@
+"""A file server on 127.0.0.1 for the model store's pulls: each path plays a ``Route`` (a body
+served with HTTP ``Range`` support, an error status, a redirect, a connection cut after some
+bytes, or a pause mid-body until the test lets it go), and every request's path and headers are
+kept. Threaded ``http.server``: the pulls under test run in other processes.
+
+``small_gguf`` makes a file with a valid GGUF header (no tensors: enough to pass a pull's
+checks, not to load; tests that load copy the packaged SmolLM2 model instead)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+__all__ = ["ModelServer", "Route", "serving", "sha256", "small_gguf"]
+
+GATE_TIMEOUT_SECONDS = 60.0
+"""Longest a paused response waits for the test to let it go (the test failed by then)."""
+SEND_BYTES = 64 * 1024
+
+
+def small_gguf(size: int, seed: int = 0) -> bytes:
+    """``size`` bytes that start like a GGUF v3 file with no tensors and no metadata."""
+    header = b"GGUF" + (3).to_bytes(4, "little") + bytes(16)
+    filler = hashlib.sha256(str(seed).encode()).digest() * (size // 32 + 1)
+    return (header + filler)[:size]
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class Route:
+    body: bytes = b""
+    status: int = 200
+    location: str | None = None
+    """Answer with this redirect instead."""
+    cut_at: int | None = None
+    """Close the connection when the body reaches this offset (a broken download); a request
+    starting at or past it gets its headers and no byte."""
+    cuts: int = 1_000_000
+    """How many responses are cut at ``cut_at`` before the route behaves."""
+    pause_after: int | None = None
+    """Stop after this many bytes of the body until ``release`` is set."""
+    ranges: bool = True
+    """Honour ``Range`` (206); otherwise always send the whole body (200)."""
+    paused: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class ModelServer:
+    port: int
+    routes: dict[str, Route]
+    requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def ranges_asked(self, path: str) -> list[str | None]:
+        return [headers.get("range") for asked, headers in self.requests if asked == path]
+
+
+def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            return None
+
+        def do_GET(self) -> None:
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            server.requests.append((self.path, headers))
+            route = server.routes.get(self.path)
+            if route is None:
+                self.send_error(404)
+                return
+            if route.location is not None:
+                self.send_response(302)
+                self.send_header("Location", route.location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if route.status != 200:
+                self.send_error(route.status)
+                return
+            self._send_body(route, headers.get("range"))
+
+        def _send_body(self, route: Route, asked: str | None) -> None:
+            body, start = route.body, 0
+            if asked and route.ranges and asked.startswith("bytes="):
+                start = int(asked[len("bytes=") :].split("-", 1)[0])
+                if start >= len(body):
+                    self.send_response(416)
+                    self.send_header("Content-Range", f"bytes */{len(body)}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+            else:
+                self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(body) - start))
+            self.end_headers()
+            rest = body[start:]
+            limit = len(rest)
+            if route.cut_at is not None and route.cuts > 0:
+                route.cuts -= 1
+                limit = max(0, route.cut_at - start)
+            sent = 0
+            while sent < min(limit, len(rest)):
+                if route.pause_after is not None and sent >= route.pause_after:
+                    self.wfile.flush()
+                    route.paused.set()
+                    route.release.wait(GATE_TIMEOUT_SECONDS)
+                    route.pause_after = None
+                step = min(SEND_BYTES, limit - sent)
+                if route.pause_after is not None:
+                    step = min(step, route.pause_after - sent)
+                self.wfile.write(rest[sent : sent + step])
+                sent += step
+            self.wfile.flush()
+            self.close_connection = True
+
+    return Handler
+
+
+@contextmanager
+def serving(routes: dict[str, Route]) -> Iterator[ModelServer]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    server = ModelServer(httpd.server_address[1], routes)
+    httpd.RequestHandlerClass = _handler(server)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        for route in routes.values():
+            route.release.set()
+        httpd.shutdown()
+        httpd.server_close()
