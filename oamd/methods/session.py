@@ -86,7 +86,7 @@ def create(req: Request) -> Result:
             f"'options.toolChoice' names tool '{choice.name}', which is not in 'tools'."
         )
     warnings += tool_count_warning(len(tools))
-    model, model_name = state.config.models.resolve(p.get("model"))
+    model, model_name = state.config.models.resolve(p.get("model"), use=(req.method, req.id))
     if model_name == "system":
         availability = model.last_known_availability()
         if availability is not None and not availability.available:
