@@ -46,6 +46,7 @@ PAGES = [
     ["stdio"],
     ["serve"],
     ["check"],
+    ["replay"],
     ["version"],
     ["conformance"],
     *(["conformance", name] for name in CONFORMANCE_COMMANDS),
@@ -107,7 +108,7 @@ def test_every_help_page_is_its_commands_own_and_explains_every_option(page):
 
 def test_the_top_level_help_lists_every_command():
     listed = oamd("--help").stdout.split("\ncommands:\n", 1)[1]
-    for command in ["stdio", "serve", "check", "version", "conformance"]:
+    for command in ["stdio", "serve", "check", "replay", "version", "conformance"]:
         assert re.search(rf"^\s+{command}\s+\S", listed, re.MULTILINE), command
 
 
@@ -126,6 +127,10 @@ DEFAULTS = [
     ("serve", "--auth-timeout SECONDS", f"{AUTH_TIMEOUT_SECONDS:g}"),
     ("serve", "--max-outbox-bytes N", str(MAX_OUTBOX_BYTES)),
     ("check", "--model SPEC", "$OAMD_MODEL"),
+    ("stdio", "--record DIR", "no recording"),
+    ("serve", "--record DIR", "no recording"),
+    ("replay", "--show N", "20"),
+    ("replay", "--log-level LEVEL", "$OAMD_LOG_LEVEL, else warning"),
 ]
 
 
@@ -137,7 +142,13 @@ def test_an_options_help_shows_its_real_default(command, option, default):
 
 @pytest.mark.parametrize(
     ("command", "codes"),
-    [("stdio", [0, 2, 130, 141]), ("serve", [0, 2, 130]), ("check", [0, 2, 3]), ("version", [0])],
+    [
+        ("stdio", [0, 2, 130, 141]),
+        ("serve", [0, 2, 130]),
+        ("check", [0, 2, 3]),
+        ("replay", [0, 1, 2]),
+        ("version", [0]),
+    ],
 )
 def test_every_commands_help_ends_with_its_exit_codes(command, codes):
     table = oamd(command, "--help").stdout.split("\nexit codes:\n", 1)[1]
@@ -209,6 +220,10 @@ BAD = [
     (["serve", "--model", "openai:ftp://host"], "oamd serve", "--model"),
     (["--model", "none", "version"], "oamd", "--model"),
     (["--model", "none", "conformance", "list"], "oamd", "--model"),
+    (["replay", "--bogus", "r.json"], "oamd replay", "--bogus"),
+    (["replay", "--show", "0", "r.json"], "oamd replay", "--show"),
+    (["replay"], "oamd replay", "PATH"),
+    (["--model", "none", "replay", "r.json"], "oamd", "--model"),
 ]
 
 

@@ -20,6 +20,22 @@ ALLOWED = {
     "game": {"game", "agent", "backends.base", "limits", "errors", "log", "jsonvalue"},
     "methods": {"methods", "rpc", "agent", "game", "limits", "errors", "log", "jsonvalue"},
     "client": {"client", "transport", "rpc.errors", "jsonvalue"},
+    # records a connection from its wire and its models, and replays one on a daemon it starts:
+    # it sits above the app (which only knows a tap by its type), below nothing but the CLI
+    "recording": {
+        "recording",
+        "app",
+        "transport",
+        "agent.models",
+        "backends.base",
+        "backends.scripted",
+        "backends._script_grammar",
+        "methods.state",
+        "limits",
+        "errors",
+        "log",
+        "jsonvalue",
+    },
 }
 
 
