@@ -18,8 +18,10 @@ from oamd._command_options import (
     CHECK_EXITS,
     EPILOG_WIDTH,
     MODEL_FORMS,
+    REPLAY_EXITS,
     SERVE_EXITS,
     STDIO_EXITS,
+    add_replay_options,
     add_serve_options,
     add_serving_options,
     exit_codes,
@@ -41,6 +43,7 @@ TAKES = {
     "stdio": tuple(SHARED),
     "serve": tuple(SHARED),
     "check": tuple(SHARED),
+    "replay": ("--log-level", "--log-format"),
     "version": ("--log-level", "--log-format"),
     "models": (),
     "conformance": (),
@@ -166,6 +169,19 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
             epilog=serving + CHECK_EXITS,
             formatter_class=formatter,
         ),
+        "replay": sub.add_parser(
+            "replay",
+            help="play recordings (--record DIR) back with no model and diff the results",
+            description=_paragraph(
+                "Plays each recorded connection back on a daemon whose system model answers"
+                " with the recorded steps, sends the recorded requests and tool replies, and"
+                " compares the daemon's lines with the recorded ones, except what is free"
+                " by nature (durations, generated ids, how streamed text is cut):"
+                " docs/RECORDING.md."
+            ),
+            epilog=REPLAY_EXITS,
+            formatter_class=formatter,
+        ),
         "version": sub.add_parser(
             "version",
             help="print the version",
@@ -189,6 +205,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     for name in ("stdio", "serve"):
         add_serving_options(commands[name])
     add_serve_options(commands["serve"])
+    add_replay_options(commands["replay"])
     return top, commands | actions
 
 

@@ -25,18 +25,23 @@ __all__ = [
     "CHECK_EXITS",
     "EPILOG_WIDTH",
     "EXIT_INTERRUPTED",
+    "EXIT_MISMATCH",
     "EXIT_OUTPUT_BROKEN",
     "EXIT_UNAVAILABLE",
     "EXIT_USAGE",
     "MODEL_FORMS",
+    "REPLAY_EXITS",
     "SERVE_EXITS",
     "STDIO_EXITS",
     "USAGE_ROW",
+    "add_replay_options",
     "add_serve_options",
     "add_serving_options",
     "exit_codes",
 ]
 
+EXIT_MISMATCH = 1
+"""``oamd replay``: a recording played back differently."""
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
 EXIT_INTERRUPTED = 130
@@ -102,6 +107,14 @@ SERVE_EXITS = exit_codes(
         "stderr)",
     ),
     (EXIT_INTERRUPTED, "a second Ctrl-C during the drain"),
+)
+REPLAY_EXITS = exit_codes(
+    (0, "every recording played back as recorded"),
+    (EXIT_MISMATCH, "a recording played back differently: its differences are on stdout"),
+    (
+        EXIT_USAGE,
+        "a usage error, or a file that is not a recording this oamd can play (one line on stderr)",
+    ),
 )
 CHECK_EXITS = exit_codes(
     (0, "the model is available"),
@@ -190,6 +203,13 @@ def add_serving_options(p: argparse.ArgumentParser) -> None:
         help="time the engine has to answer a tool/call unless the session or tool says"
         f" otherwise; 0: no limit (default: {DEFAULT_TOOL_TIMEOUT_SECONDS:g})",
     )
+    p.add_argument(
+        "--record",
+        metavar="DIR",
+        help="record every connection into DIR (created if missing), one JSON file each: its lines"
+        ' both ways and what the system model returned, for "oamd replay" (docs/RECORDING.md)'
+        " (default: no recording)",
+    )
     p.add_argument("--test-methods", action="store_true", help=argparse.SUPPRESS)
 
 
@@ -271,4 +291,23 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="time a client that must authenticate has to send its initialize"
         f" (default: {AUTH_TIMEOUT_SECONDS:g})",
+    )
+
+
+DEFAULT_SHOWN_DIFFERENCES = 20
+
+
+def add_replay_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "recordings",
+        nargs="+",
+        metavar="PATH",
+        help="a recording file, or a directory whose *.json files are recordings (--record DIR)",
+    )
+    p.add_argument(
+        "--show",
+        type=_positive,
+        default=DEFAULT_SHOWN_DIFFERENCES,
+        metavar="N",
+        help=f"differences shown per recording (default: {DEFAULT_SHOWN_DIFFERENCES})",
     )

@@ -8,7 +8,9 @@ agent, game and schema code under it) loads on the first call of one of its meth
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from oamd.agent.models import ModelFactory, ModelMaker
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NAMESPACES",
+    "ConnectionTap",
     "DaemonConfig",
     "build_registry",
     "default_config",
@@ -115,6 +118,13 @@ NAMESPACES = (
 TEST_NAMESPACE = Namespace("testing", ("test/sleep", "test/modelRequests"))
 
 
+ConnectionTap = Callable[
+    ["ByteStream", ModelFactory], AbstractAsyncContextManager[tuple["ByteStream", ModelFactory]]
+]
+"""Sees one connection (``--record``): given its stream and models, it yields the stream and models
+to serve it with, and its block ends once the connection has closed."""
+
+
 def _loader(module: str) -> Any:
     def load(registry: Registry) -> None:
         importlib.import_module(f"oamd.methods.{module}").register(registry)
@@ -180,9 +190,25 @@ async def serve_stream(
     state: BridgeState | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
     max_outbox_bytes: float = float("inf"),
+    tap: ConnectionTap | None = None,
+    hangup_on_eof: bool = False,
 ) -> bool:
     """Serves one connection until it closes; its sessions die with it. Returns whether it ended
-    because its output broke (or the peer let more than ``max_outbox_bytes`` pile up)."""
+    because its output broke (or the peer let more than ``max_outbox_bytes`` pile up). A ``tap``
+    sees the connection (it serves with the state it makes, so ``state`` must be ``None``);
+    ``hangup_on_eof``: end of input means the peer is gone, as on a socket (``Connection``)."""
+    if tap is not None:
+        if state is not None:
+            raise ValueError("a tapped connection makes its own state")
+        async with tap(stream, config.models) as (tapped, models):
+            return await serve_stream(
+                tapped,
+                replace(config, models=models),
+                registry=registry,
+                max_line_bytes=max_line_bytes,
+                max_outbox_bytes=max_outbox_bytes,
+                hangup_on_eof=hangup_on_eof,
+            )
     from oamd.rpc import Connection  # the event loop's side loads once serving begins
 
     state = state or BridgeState(config)
@@ -197,6 +223,7 @@ async def serve_stream(
         max_line_bytes=max_line_bytes,
         on_close=on_close,
         max_outbox_bytes=max_outbox_bytes,
+        hangup_on_eof=hangup_on_eof,
     )
     async with stream:
         await conn.run()
@@ -211,10 +238,11 @@ async def serve_stdio(
     initial: bytes = b"",
     max_line_bytes: int = MAX_LINE_BYTES,
     max_outbox_bytes: int = MAX_OUTBOX_BYTES,
+    tap: ConnectionTap | None = None,
 ) -> bool:
     """Serves stdin/stdout (``True``: it ended because stdout broke, or the parent let more than
     ``max_outbox_bytes`` pile up); ``initial``: what was read before (``oamd.early_initialize``),
-    with the ``registry`` and ``state`` that answered it."""
+    with the ``registry`` and ``state`` that answered it; ``tap``: see ``serve_stream``."""
     from oamd.transport import stdio_stream
 
     async with stdio_stream(initial=initial) as stream:
@@ -225,4 +253,5 @@ async def serve_stdio(
             state=state,
             max_line_bytes=max_line_bytes,
             max_outbox_bytes=max_outbox_bytes,
+            tap=tap,
         )

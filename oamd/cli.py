@@ -1,8 +1,9 @@
 """The ``oamd`` command: ``stdio`` serves the protocol on stdin/stdout, ``serve`` on Unix and
-loopback TCP sockets for many clients, ``check`` reports the model, ``version``, ``models``
-manages the local model store (``oamd._models_command``), and ``conformance`` hands its
-arguments to the conformance runner. It only wires: the command line's
-grammar, help and usage errors are ``oamd._command_line``'s."""
+loopback TCP sockets for many clients (either one recording its connections with ``--record``),
+``replay`` plays recordings back, ``check`` reports the model, ``version``, ``models`` manages
+the local model store (``oamd._models_command``), and ``conformance`` hands its arguments to the
+conformance runner. It only wires: the command line's grammar, help and usage errors are
+``oamd._command_line``'s."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from oamd.log import configure_logging
 if TYPE_CHECKING:
     from argparse import Namespace
 
+    from oamd.app import ConnectionTap
     from oamd.methods.state import DaemonConfig
     from oamd.serve import ServeOptions
 
@@ -113,6 +115,26 @@ def _serve_options(args: Namespace) -> ServeOptions:
     )
 
 
+def _recorder(line: CommandLine, config: DaemonConfig, transport: str) -> ConnectionTap | None:
+    """``--record DIR``'s tap (``None`` without it: nothing of the recording is even loaded)."""
+    args = line.args
+    if not args.record:
+        return None
+    from oamd.recording import Recorder, RecordingError, prepare_directory
+
+    try:
+        directory = prepare_directory(args.record)
+    except RecordingError as exc:
+        line.refuse(f"argument --record: {exc}")
+    return Recorder(
+        directory,
+        config,
+        transport=transport,
+        max_line_bytes=args.max_line_bytes,
+        max_outbox_bytes=args.max_outbox_bytes,
+    )
+
+
 async def _closing(model: LanguageModel, run: Callable[[], Awaitable[object]]) -> object:
     """Runs the server, then releases the backend (HTTP clients, a loaded llama.cpp model)."""
     import anyio
@@ -146,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     if line.command == "version":
         print(f"oamd {__version__}")
         return 0
+    if line.command == "replay":
+        from oamd.recording._command import replay_main
+
+        return replay_main(args.recordings, args.show)
     model = _model_from_spec(line)
     if line.command == "check":
         import anyio
@@ -168,28 +194,38 @@ def main(argv: list[str] | None = None) -> int:
         from oamd.serve import EndpointError, serve  # sockets load only for `oamd serve`
 
         _tune_malloc()
+        tap = _recorder(line, config, "socket")
 
         try:
-            anyio.run(_closing, model, lambda: serve(config, _serve_options(args)))
+            anyio.run(_closing, model, lambda: serve(config, _serve_options(args), tap))
         except EndpointError as exc:
             sys.stderr.write(f"oamd serve: {exc}\n")
             return EXIT_USAGE
         except KeyboardInterrupt:  # a second Ctrl-C during the drain
             return EXIT_INTERRUPTED
         return 0
-    return _serve_stdio(config, model, args.max_line_bytes, args.max_outbox_bytes)
+    tap = _recorder(line, config, "stdio")
+    return _serve_stdio(config, model, args.max_line_bytes, args.max_outbox_bytes, tap)
 
 
 def _serve_stdio(
-    config: DaemonConfig, model: LanguageModel, max_line_bytes: int, max_outbox_bytes: int
+    config: DaemonConfig,
+    model: LanguageModel,
+    max_line_bytes: int,
+    max_outbox_bytes: int,
+    tap: ConnectionTap | None,
 ) -> int:
-    """A leading ``initialize`` is answered before the event loop's libraries load."""
+    """A leading ``initialize`` is answered before the event loop's libraries load (not when
+    recording: the recording must see that line and its answer go by)."""
     from oamd.early_initialize import answer_initialize
     from oamd.methods.state import BridgeState
 
-    registry, state = build_registry(config), BridgeState(config)
+    registry = build_registry(config)
+    state = None if tap is not None else BridgeState(config)
     try:
-        initial = answer_initialize(registry, state, max_line_bytes=max_line_bytes)
+        initial = b""
+        if state is not None:
+            initial = answer_initialize(registry, state, max_line_bytes=max_line_bytes)
         _tune_malloc()
         import anyio
 
@@ -203,6 +239,7 @@ def _serve_stdio(
                 initial=initial,
                 max_line_bytes=max_line_bytes,
                 max_outbox_bytes=max_outbox_bytes,
+                tap=tap,
             ),
         )
     except KeyboardInterrupt:

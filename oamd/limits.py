@@ -22,6 +22,7 @@ __all__ = [
     "MAX_PENDING_AUTH",
     "MAX_PREAUTH_LINE_BYTES",
     "MAX_QUEUED_OPERATIONS",
+    "MAX_RECORDING_BYTES",
     "MAX_SAFE_INTEGER",
     "MAX_SCRIPT_CHUNKS",
     "MAX_SESSIONS",
@@ -36,6 +37,7 @@ __all__ = [
     "PEER_STALL_SECONDS",
     "PROTOCOL_VERSION",
     "RECOMMENDED_MAX_TOOLS",
+    "RECORDING_WRITE_SECONDS",
     "SHUTDOWN_GRACE_SECONDS",
     "WRITE_GRACE_SECONDS",
 ]
@@ -185,3 +187,12 @@ hundred bytes); a longer one is refused like any other wrong first message."""
 DRAIN_SECONDS = 5.0
 """``oamd serve``: on SIGTERM/SIGINT, how long cancelled turns may take to answer and connections
 to flush before the daemon exits anyway."""
+
+MAX_RECORDING_BYTES = 64 * 1024 * 1024
+"""What one connection's recording (``--record``) may hold: its lines both ways and its model
+steps. Past it nothing more is kept, the file says ``"truncated": true`` and ``oamd replay``
+refuses it (a recording that stops halfway cannot be played back)."""
+
+RECORDING_WRITE_SECONDS = 30.0
+"""How long writing a closed connection's recording may take (in a worker thread) before the
+daemon stops waiting for it: a shutdown is not held up by a slow disk for longer."""

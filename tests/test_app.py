@@ -29,6 +29,7 @@ HEAVY = (
     "oamd.game.npc",
     "oamd.backends.scripted",
     "oamd.serve",
+    "oamd.recording",
     "structlog",
     "pydantic",
     "jsonschema",

@@ -47,6 +47,7 @@ PAGES = [
     ["stdio"],
     ["serve"],
     ["check"],
+    ["replay"],
     ["version"],
     ["models"],
     *(["models", action] for action in MODELS_ACTIONS),
@@ -110,7 +111,7 @@ def test_every_help_page_is_its_commands_own_and_explains_every_option(page):
 
 def test_the_top_level_help_lists_every_command():
     listed = oamd("--help").stdout.split("\ncommands:\n", 1)[1]
-    for command in ["stdio", "serve", "check", "version", "models", "conformance"]:
+    for command in ["stdio", "serve", "check", "replay", "version", "models", "conformance"]:
         assert re.search(rf"^\s+{command}\s+\S", listed, re.MULTILINE), command
 
 
@@ -129,6 +130,10 @@ DEFAULTS = [
     ("serve", "--auth-timeout SECONDS", f"{AUTH_TIMEOUT_SECONDS:g}"),
     ("serve", "--max-outbox-bytes N", str(MAX_OUTBOX_BYTES)),
     ("check", "--model SPEC", "$OAMD_MODEL"),
+    ("stdio", "--record DIR", "no recording"),
+    ("serve", "--record DIR", "no recording"),
+    ("replay", "--show N", "20"),
+    ("replay", "--log-level LEVEL", "$OAMD_LOG_LEVEL, else warning"),
 ]
 
 
@@ -144,6 +149,7 @@ def test_an_options_help_shows_its_real_default(command, option, default):
         ("stdio", [0, 2, 130, 141]),
         ("serve", [0, 2, 130]),
         ("check", [0, 2, 3]),
+        ("replay", [0, 1, 2]),
         ("version", [0]),
         ("models pull", [0, 2, 4, 5, 6, 130]),
         ("models list", [0]),
@@ -239,6 +245,10 @@ BAD = [
     (["check", "--model", "ollama:"], "oamd check", "ollama"),
     (["check", "--model", "ollama:a/b/c/d"], "oamd check", "ollama:a/b/c/d"),
     (["check", "--model", "llamacpp:hf:org-only"], "oamd check", "hf:org-only"),
+    (["replay", "--bogus", "r.json"], "oamd replay", "--bogus"),
+    (["replay", "--show", "0", "r.json"], "oamd replay", "--show"),
+    (["replay"], "oamd replay", "PATH"),
+    (["--model", "none", "replay", "r.json"], "oamd", "--model"),
 ]
 
 

@@ -23,6 +23,22 @@ ALLOWED = {
     # the model store is a leaf beside backends/: the llama.cpp backend may not import it, so
     # oamd.cli hands its lookup to the backend; it needs none of the daemon's layers itself
     "models": {"models", "limits", "errors", "log", "jsonvalue"},
+    # records a connection from its wire and its models, and replays one on a daemon it starts:
+    # it sits above the app (which only knows a tap by its type), below nothing but the CLI
+    "recording": {
+        "recording",
+        "app",
+        "transport",
+        "agent.models",
+        "backends.base",
+        "backends.scripted",
+        "backends._script_grammar",
+        "methods.state",
+        "limits",
+        "errors",
+        "log",
+        "jsonvalue",
+    },
 }
 
 

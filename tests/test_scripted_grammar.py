@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 
 GRAMMAR = Path(__file__).resolve().parent.parent / "protocol" / "SCRIPTED.md"
 MEMBERS = {
-    "model": {"type", "steps", "fallback", "style", "constrained"},
+    "model": {"type", "steps", "fallback", "style", "constrained", "capabilities"},
     "step": {
         "text",
         "raw",
@@ -29,9 +29,22 @@ MEMBERS = {
         "template",
         "error",
         "message",
+        "retryAfterSeconds",
+        "scores",
+        "tokens",
         "delayMs",
+        "usage",
     },
     "call": {"name", "arguments", "id"},
+    "usage": {"inputTokens", "cachedInputTokens", "outputTokens"},
+    "capabilities": {
+        "contextSize",
+        "maxOutputTokens",
+        "prefixCache",
+        "compactPrompts",
+        "scoresText",
+        "appendOnlySteps",
+    },
 }
 """Every member parse_script reads, by where it sits."""
 RETRIED = {"generation_failed", "busy", "rate_limited"}
@@ -67,6 +80,8 @@ def test_the_examples_show_every_member_of_the_grammar():
         "model": {key for spec in specs for key in spec},
         "step": {key for step in steps for key in step},
         "call": {key for call in calls for key in call},
+        "usage": {key for step in steps for key in step.get("usage", {})},
+        "capabilities": {key for spec in specs for key in spec.get("capabilities", {})},
     }
     assert shown == MEMBERS
 

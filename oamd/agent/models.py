@@ -2,7 +2,10 @@
 
 ``ModelFactory`` resolves the protocol's ``model`` parameter. It is the one place that knows the
 daemon-wide backend and the model types the host registered (``scripted`` among them), so
-handlers never touch ``backends/`` directly.
+handlers never touch ``backends/`` directly. Every use of ``"system"`` goes through ``bind`` when
+one is set (``oamd stdio --record`` wraps each use to record it; ``oamd replay`` hands each use the
+script recorded for it), so the model a session, NPC or call gets is its own; without ``bind``
+they all share the one backend and resolving costs nothing more.
 """
 
 from __future__ import annotations
@@ -14,10 +17,14 @@ from typing import Any
 from oamd.backends.base import Availability, LanguageModel
 from oamd.errors import InvalidParams
 
-__all__ = ["ModelFactory", "ModelMaker"]
+__all__ = ["ModelFactory", "ModelMaker", "SystemBinder"]
 
 ModelMaker = Callable[[dict[str, Any], str], LanguageModel]
 """Builds a model from its spec object (``{"type": …, …}``) and the param path for errors."""
+
+SystemBinder = Callable[[LanguageModel, Any], LanguageModel]
+"""The model one use of ``"system"`` gets, from the system backend and the use (``resolve``'s
+``use``: the method and id of the request that asked)."""
 
 
 @dataclass
@@ -28,6 +35,8 @@ class ModelFactory:
     """Model types besides ``system`` (``scripted``), by name."""
     allow_scripted: bool = True
     """Hosts may disable ``{"type": "scripted"}`` models."""
+    bind: SystemBinder | None = None
+    """Gives each use of ``system`` its own stand-in (see the module's docstring)."""
 
     def cached_availability(self) -> Availability | None:
         return self.system.cached_availability()
@@ -41,14 +50,17 @@ class ModelFactory:
     def model_types(self) -> list[str]:
         return ["system", *(t for t in self.types if t != "scripted" or self.allow_scripted)]
 
-    def resolve(self, spec: Any, path: str = "model") -> tuple[LanguageModel, str]:
+    def resolve(
+        self, spec: Any, path: str = "model", *, use: Any = None
+    ) -> tuple[LanguageModel, str]:
         """The model for a ``model`` param, and the name ``session/list`` shows for it.
+        ``use`` says who asks (the request's method and id), for ``bind``.
 
         Raises:
             InvalidParams: an unknown type, a malformed spec, or scripted models disabled.
         """
         if spec is None or spec == "system":
-            return self.system, "system"
+            return self._system(use), "system"
         if isinstance(spec, str):
             spec = {"type": spec}
         if not isinstance(spec, dict):
@@ -57,7 +69,7 @@ class ModelFactory:
         if kind is None:
             raise InvalidParams(f"Missing required parameter '{path}.type'.")
         if kind == "system":
-            return self.system, "system"
+            return self._system(use), "system"
         if kind == "scripted" and not self.allow_scripted:
             raise InvalidParams("Scripted models are disabled on this bridge.")
         maker = self.types.get(kind) if isinstance(kind, str) else None
@@ -65,3 +77,6 @@ class ModelFactory:
             supported = ", ".join(f'"{t}"' for t in self.model_types())
             raise InvalidParams(f"Unknown model type '{kind}'. Supported: {supported}.")
         return maker(spec, path), str(kind)
+
+    def _system(self, use: Any) -> LanguageModel:
+        return self.system if self.bind is None else self.bind(self.system, use)

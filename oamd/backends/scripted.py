@@ -17,6 +17,12 @@ step gets just the arguments), and is used up with its last call; an answer step
 ``template``, ``json``) answers a decide step with ``{"action": "respond"}`` without being used
 up, then plays on the respond or structured step; calls still left when a reply is asked for are
 skipped. ``raw`` and ``error`` steps are used up by whichever model call meets them.
+
+``score`` (a likelihood choice, on a script whose ``capabilities`` say ``scoresText``) plays the
+next step too: a ``scores`` step answers it, an ``error`` step fails it, any other step fails it
+``generation_failed`` naming the step, as ``generate`` does when it meets a ``scores`` step. A
+step's ``usage`` replaces the chars/4 estimate, so a recording's counts play back exactly. The
+grammar itself is ``oamd.backends._script_grammar``'s.
 """
 
 from __future__ import annotations
@@ -30,188 +36,34 @@ import anyio
 import orjson
 from anyio.lowlevel import checkpoint
 
+from oamd.backends._script_grammar import FALLBACK, Script, ScriptStep, parse_script
 from oamd.backends.base import (
     Availability,
     GenerationEvent,
     GenerationRequest,
     LanguageModel,
     ModelCapabilities,
+    ScoredText,
+    Scores,
     TextDelta,
     ToolCallRequest,
     Usage,
     estimate_tokens,
 )
-from oamd.errors import MODEL_ERROR_NAMES, InvalidParams, ModelError
-from oamd.jsonvalue import dumps_text
-from oamd.limits import MAX_SCRIPT_CHUNKS
+from oamd.errors import ModelError
 
-__all__ = ["Script", "ScriptStep", "ScriptedModel", "parse_script", "split_chunks"]
+__all__ = [
+    "FALLBACK",
+    "Script",
+    "ScriptStep",
+    "ScriptedModel",
+    "parse_script",
+    "split_chunks",
+]
 
-_ERROR_CODES = (
-    "model_unavailable, guardrail_violation, refusal, context_size_exceeded, rate_limited, "
-    "unsupported_language, invalid_schema, tool_failed, cancelled, busy, invalid_request, "
-    "generation_failed"
-)
-_DEFAULT_CHUNKS = 3
-_STYLES = ("native", "envelope")
 _CONTEXT_SIZE = 8192
 _REPLY_KINDS = ("text", "template", "json")
 _RESPOND_ENVELOPE = '{"action":"respond","arguments":{}}'
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptStep:
-    kind: str
-    """``text``, ``toolCalls``, ``json``, ``template``, ``error`` or ``raw``."""
-    value: Any
-    chunks: int = _DEFAULT_CHUNKS
-    delay_ms: int = 0
-    message: str | None = None
-
-
-FALLBACK = ScriptStep("text", "(script exhausted)")
-
-
-class Script(list[ScriptStep]):
-    """The steps of a script, carrying the model's ``style`` and ``constrained`` members, so a
-    ``ScriptedModel(steps, fallback)`` built from ``parse_script`` takes them on."""
-
-    style: str = "native"
-    constrained: bool = True
-
-
-MAX_DELAY_MS = 86_400_000
-"""Longest ``delayMs`` of a step (a day, like the longest timeout): sleeps stay in the loop's range."""
-
-
-def _shown(value: Any) -> str:
-    text = dumps_text(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _parse_step(raw: Any, path: str) -> ScriptStep:
-    if not isinstance(raw, dict):
-        raise InvalidParams(f"'{path}' must be an object.")
-    delay = raw.get("delayMs")
-    if delay is None:
-        delay = 0
-    elif (
-        isinstance(delay, bool)
-        or not isinstance(delay, int | float)
-        or not 0 <= delay <= MAX_DELAY_MS  # also refuses nan
-    ):
-        raise InvalidParams(
-            f"Parameter '{path}.delayMs' must be a number of milliseconds from 0 to "
-            f"{MAX_DELAY_MS}; got {_shown(delay)}."
-        )
-    delay = int(delay)
-    for kind in ("text", "raw"):
-        if kind in raw and raw[kind] is not None:
-            text = raw[kind]
-            if not isinstance(text, str):
-                raise InvalidParams(
-                    f"Parameter '{path}.{kind}' must be a string; got {_shown(text)}."
-                )
-            chunks = raw.get("chunks")
-            if chunks is None:
-                chunks = _DEFAULT_CHUNKS
-            elif (
-                isinstance(chunks, bool)
-                or not isinstance(chunks, int)
-                or not 1 <= chunks <= MAX_SCRIPT_CHUNKS
-            ):
-                raise InvalidParams(
-                    f"Parameter '{path}.chunks' must be a whole number from 1 to "
-                    f"{MAX_SCRIPT_CHUNKS}; got {_shown(chunks)}."
-                )
-            return ScriptStep(kind, text, chunks, delay)
-    if "toolCalls" in raw and raw["toolCalls"] is not None:
-        calls = raw["toolCalls"]
-        if not isinstance(calls, list):
-            raise InvalidParams(
-                f"Parameter '{path}.toolCalls' must be an array; got {_shown(calls)}."
-            )
-        if not calls:
-            raise InvalidParams(f"'{path}.toolCalls' must not be empty.")
-        parsed = []
-        for j, call in enumerate(calls):
-            cpath = f"{path}.toolCalls[{j}]"
-            if not isinstance(call, dict):
-                raise InvalidParams(f"'{cpath}' must be an object.")
-            name = call.get("name")
-            if name is None:
-                raise InvalidParams(f"Missing required parameter '{cpath}.name'.")
-            if not isinstance(name, str):
-                raise InvalidParams(
-                    f"Parameter '{cpath}.name' must be a string; got {_shown(name)}."
-                )
-            arguments = call.get("arguments")
-            if arguments is None:
-                arguments = {}
-            elif not isinstance(arguments, dict):
-                raise InvalidParams(
-                    f"Parameter '{cpath}.arguments' must be an object; got {_shown(arguments)}."
-                )
-            call_id = call.get("id")
-            if call_id is not None and not isinstance(call_id, str):
-                raise InvalidParams(
-                    f"Parameter '{cpath}.id' must be a string; got {_shown(call_id)}."
-                )
-            parsed.append(ToolCallRequest(name, arguments, call_id))
-        return ScriptStep("toolCalls", tuple(parsed), delay_ms=delay)
-    if "json" in raw:
-        return ScriptStep("json", raw["json"], delay_ms=delay)
-    if "template" in raw and raw["template"] is not None:
-        template = raw["template"]
-        if not isinstance(template, str):
-            raise InvalidParams(
-                f"Parameter '{path}.template' must be a string; got {_shown(template)}."
-            )
-        return ScriptStep("template", template, _DEFAULT_CHUNKS, delay)
-    if "error" in raw and raw["error"] is not None:
-        code = raw["error"]
-        if code not in MODEL_ERROR_NAMES:
-            raise InvalidParams(f"'{path}.error' must be one of: {_ERROR_CODES}; got '{code}'.")
-        message = raw.get("message")
-        if message is not None and not isinstance(message, str):
-            raise InvalidParams(
-                f"Parameter '{path}.message' must be a string; got {_shown(message)}."
-            )
-        return ScriptStep("error", code, delay_ms=delay, message=message)
-    raise InvalidParams(
-        f"'{path}' must contain one of 'text', 'toolCalls', 'json', 'template' or 'error'."
-    )
-
-
-def parse_script(spec: dict[str, Any], path: str = "model") -> tuple[Script, ScriptStep]:
-    """``{"type": "scripted", "steps": [...], "fallback"?: step, "style"?: "native" | "envelope",
-    "constrained"?: bool}`` → steps (a ``Script``, with style and constrained) and fallback.
-
-    Raises:
-        InvalidParams: a step or member is malformed; the message names ``model.steps[i]``.
-    """
-    steps_raw = spec.get("steps")
-    if steps_raw is None:
-        steps_raw = []
-    if not isinstance(steps_raw, list):
-        raise InvalidParams(f"Parameter '{path}.steps' must be an array; got {_shown(steps_raw)}.")
-    steps = Script(_parse_step(raw, f"{path}.steps[{i}]") for i, raw in enumerate(steps_raw))
-    style = spec.get("style")
-    if style is not None:
-        if style not in _STYLES:
-            raise InvalidParams(
-                f'\'{path}.style\' must be "native" or "envelope"; got {_shown(style)}.'
-            )
-        steps.style = style
-    constrained = spec.get("constrained")
-    if constrained is not None and not isinstance(constrained, bool):
-        raise InvalidParams(
-            f"Parameter '{path}.constrained' must be a boolean; got {_shown(constrained)}."
-        )
-    steps.constrained = steps.style == "native" if constrained is None else constrained
-    fallback_raw = spec.get("fallback")
-    fallback = FALLBACK if fallback_raw is None else _parse_step(fallback_raw, f"{path}.fallback")
-    return steps, fallback
 
 
 def split_chunks(text: str, chunks: int) -> list[str]:
@@ -259,6 +111,21 @@ def _envelope(call: ToolCallRequest) -> str:
     return _compact({"action": call.name, "arguments": call.arguments})
 
 
+def _scripted_error(step: ScriptStep) -> ModelError:
+    return ModelError(
+        step.value, step.message or f"Scripted {step.value}.", retry_after=step.retry_after
+    )
+
+
+def _scoring_usage(candidates: list[ScoredText]) -> Usage:
+    """The chars/4 estimate of a likelihood choice: the first candidate whole, then what each
+    other one adds (candidates share their beginning, and its cost)."""
+    if not candidates:
+        return Usage()
+    first = sum(estimate_tokens(m.content) for m in candidates[0].messages)
+    return Usage(first + sum(estimate_tokens(c.scored) for c in candidates[1:]), 0, 0)
+
+
 @dataclass
 class ScriptedModel(LanguageModel):
     """One script, played step by step; a session owns its own instance."""
@@ -273,19 +140,24 @@ class ScriptedModel(LanguageModel):
     """Keep every request in ``requests`` (``--test-methods`` only: each holds a whole prompt)."""
     requests: list[GenerationRequest] = field(default_factory=list)
     """Every request received while ``record`` is on, for tests that assert on prompts."""
+    scored: list[list[ScoredText]] = field(default_factory=list)
+    """Every likelihood choice's candidates while ``record`` is on."""
     style: str = "native"
     """``native`` (tool calls through the API) or ``envelope`` (text only)."""
     _next: int = 0
     _call: int = 0
     """Envelope style: the next call of the current ``toolCalls`` step."""
+    _taken: str = "fallback"
+    """Where the step last played sits (``steps[2]``, ``fallback``), for error messages."""
 
     def __post_init__(self) -> None:
         if isinstance(self.steps, Script):
             self.style = self.steps.style
+            fields = {"context_size": _CONTEXT_SIZE, **self.steps.capabilities}
             self.capabilities = ModelCapabilities(
                 native_tools=self.style == "native",
                 constrained_json=self.steps.constrained,
-                context_size=_CONTEXT_SIZE,
+                **fields,
             )
 
     @property
@@ -299,6 +171,9 @@ class ScriptedModel(LanguageModel):
         step = self._peek()
         if self._next < len(self.steps):
             self._next += 1
+            self._taken = f"steps[{self._next - 1}]"
+        else:
+            self._taken = "fallback"
         self._call = 0
         return step
 
@@ -306,7 +181,9 @@ class ScriptedModel(LanguageModel):
         return self.cached_availability()
 
     def cached_availability(self) -> Availability:
-        return Availability(available=True, context_size=_CONTEXT_SIZE, variant="scripted")
+        return Availability(
+            available=True, context_size=self.capabilities.context_size, variant="scripted"
+        )
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
         if self.record:
@@ -321,19 +198,29 @@ class ScriptedModel(LanguageModel):
         if input_tokens is None:
             input_tokens = sum(estimate_tokens(m.content) for m in request.messages)
         if step.kind == "error":
-            raise ModelError(step.value, step.message or f"Scripted {step.value}.")
+            raise _scripted_error(step)
         if text is not None:
             yield TextDelta(text)
             yield Usage(input_tokens, 0, estimate_tokens(text))
             return
+        if step.kind == "scores":
+            raise ModelError(
+                "generation_failed",
+                f"The script's {self._taken} is a 'scores' step, which only a likelihood "
+                "choice plays; this model call generates text.",
+            )
+        if step.usage is not None:
+            yield step.usage  # first: a reader that stops early still counts all of it
         if step.kind == "toolCalls":
             for call in step.value:
                 yield call
-            yield Usage(input_tokens, 0, 4 * len(step.value))
+            if step.usage is None:
+                yield Usage(input_tokens, 0, 4 * len(step.value))
             return
         if step.kind == "json":
             yield TextDelta(orjson.dumps(step.value).decode())
-            yield Usage(input_tokens, 0, 8)
+            if step.usage is None:
+                yield Usage(input_tokens, 0, 8)
             return
         text = step.value if step.kind in ("text", "raw") else render_template(step.value, request)
         output_tokens = 0
@@ -342,7 +229,38 @@ class ScriptedModel(LanguageModel):
                 await checkpoint()  # a model between two tokens: the loop serves others
             output_tokens += max(1, len(piece) // 4)
             yield TextDelta(piece)
-        yield Usage(input_tokens, 0, output_tokens)
+        if step.usage is None:
+            yield Usage(input_tokens, 0, output_tokens)
+
+    async def score(self, candidates: list[ScoredText]) -> Scores:
+        """Plays the next step as a likelihood choice: a ``scores`` step's numbers, one per
+        candidate in order.
+
+        Raises:
+            ModelError: an ``error`` step's; ``generation_failed`` when the step is not a
+                ``scores`` step or holds another number of scores than there are candidates.
+        """
+        if self.record:
+            self.scored.append(candidates)
+        step = self._take()
+        if step.delay_ms:
+            await anyio.sleep(step.delay_ms / 1000)
+        if step.kind == "error":
+            raise _scripted_error(step)
+        if step.kind != "scores":
+            raise ModelError(
+                "generation_failed",
+                f"The script's {self._taken} is a '{step.kind}' step; a likelihood choice "
+                "needs a 'scores' step.",
+            )
+        if len(step.value) != len(candidates):
+            raise ModelError(
+                "generation_failed",
+                f"The script's {self._taken} has {len(step.value)} scores for "
+                f"{len(candidates)} candidates.",
+            )
+        tokens = step.tokens or (1,) * len(candidates)
+        return Scores(step.value, tokens, step.usage or _scoring_usage(candidates))
 
     def _envelope_step(self, request: GenerationRequest) -> tuple[ScriptStep, str | None, bool]:
         """The step an envelope-style request meets, the text it answers with when that is not

@@ -49,7 +49,7 @@ def generate(req: Request) -> Deferred:
         tools=tools,
         sampling=parse_sampling(p),
     )
-    model, _ = state.config.models.resolve(p.get("model"))
+    model, _ = state.config.models.resolve(p.get("model"), use=(req.method, req.id))
     driver = TurnDriver(
         req.conn,
         {},

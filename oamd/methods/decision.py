@@ -128,7 +128,7 @@ def decide(req: Request) -> Result | Deferred:
     state: BridgeState = req.state
     p = Params(req.params)
     warnings = p.unknown(DECIDE_KEYS)
-    model, _ = state.config.models.resolve(p.get("model"))
+    model, _ = state.config.models.resolve(p.get("model"), use=(req.method, req.id))
     request, model, tool_warnings = _parse(state, p, p, model)
     warnings += tool_warnings
     driver = TurnDriver(
@@ -160,7 +160,8 @@ def decide_many(req: Request) -> Deferred:
         )
     limit = p.opt_int("maxConcurrency", DEFAULT_MAX_CONCURRENCY, minimum=1)
     workers = min(limit or DEFAULT_MAX_CONCURRENCY, MAX_DECISION_CONCURRENCY, len(raw))
-    model, _ = state.config.models.resolve(p.get("model"))  # one model (one script) for all
+    # one model (one script) for all
+    model, _ = state.config.models.resolve(p.get("model"), use=(req.method, req.id))
     parsed = []
     for i, item in enumerate(raw):
         if not isinstance(item, dict):

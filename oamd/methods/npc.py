@@ -71,7 +71,7 @@ def _build(
     options, option_warnings = parse_npc_options(options_raw, base, options_path)
     if world is not None and not isinstance(world, str):
         raise InvalidParams(f"Parameter 'world' must be a string; got {world!r}.")
-    model, model_name = state.config.models.resolve(model_raw)
+    model, model_name = state.config.models.resolve(model_raw, use=(req.method, req.id))
     tools, tool_warnings = parse_tools(tools_raw, tools_path)
     world_state = world_store(req).get(world) if world is not None else None
     warnings += persona_warnings + option_warnings + tool_warnings

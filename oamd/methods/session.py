@@ -87,7 +87,7 @@ def create(req: Request) -> Result:
             f"'options.toolChoice' names tool '{choice.name}', which is not in 'tools'."
         )
     warnings += tool_count_warning(len(tools))
-    model, model_name = state.config.models.resolve(p.get("model"))
+    model, model_name = state.config.models.resolve(p.get("model"), use=(req.method, req.id))
     warnings += system_model_warnings(model, model_name)
     if any(t.name == RESPOND_DIRECTLY for t in tools):
         raise InvalidRequest(f"'{RESPOND_DIRECTLY}' is reserved for ToolChoice.explicit.")

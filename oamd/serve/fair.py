@@ -59,6 +59,7 @@ class FairGenerations:
             _FairModel(factory.system, self, client),
             {name: fair(make) for name, make in factory.types.items()},
             factory.allow_scripted,
+            factory.bind,
         )
 
     async def acquire(self, client: Hashable) -> None:

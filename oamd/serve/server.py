@@ -43,7 +43,8 @@ import anyio
 import orjson
 from anyio.abc import ByteStream, TaskGroup, TaskStatus
 
-from oamd.app import build_registry
+from oamd.agent.models import ModelFactory
+from oamd.app import ConnectionTap, build_registry
 from oamd.errors import LimitReached
 from oamd.limits import (
     AUTH_TIMEOUT_SECONDS,
@@ -168,9 +169,13 @@ class _Client:
 class Server:
     """Serves ``config`` on the endpoints of ``options`` until SIGTERM/SIGINT (``run``)."""
 
-    def __init__(self, config: DaemonConfig, options: ServeOptions) -> None:
+    def __init__(
+        self, config: DaemonConfig, options: ServeOptions, tap: ConnectionTap | None = None
+    ) -> None:
         self.config = config
         self.options = options
+        self._tap = tap
+        """Sees each connection (``--record``)."""
         self.state = ServerState.RUNNING
         self.endpoints: list[Endpoint] = []
         self.registry = self._registry()
@@ -316,39 +321,53 @@ class Server:
             else:
                 gate = TokenGate(self._token, lambda: self._take_slot(key))
                 self._make_room_to_authenticate()
-            state = BridgeState(
-                replace(self.config, models=self._fair.models_for(self.config.models, key))
-            )
+            models = self._fair.models_for(self.config.models, key)
+            if self._tap is None:
+                await self._serve_connection(key, stream, models, gate, trusted=trusted)
+            else:
+                async with self._tap(stream, models) as (tapped, models):
+                    await self._serve_connection(key, tapped, models, gate, trusted=trusted)
 
-            async def on_close() -> None:
-                state.cancel_all_work()
+    async def _serve_connection(
+        self,
+        key: int,
+        stream: ByteStream,
+        models: ModelFactory,
+        gate: TokenGate | None,
+        *,
+        trusted: bool,
+    ) -> None:
+        state = BridgeState(replace(self.config, models=models))
 
-            conn = Connection(
-                stream,
-                self.registry,
-                state,
-                max_line_bytes=self.options.max_line_bytes,
-                on_close=on_close,
-                gate=gate,
-                hangup_on_eof=True,
-                max_outbox_bytes=self.options.max_outbox_bytes,
-            )
-            client = self._clients[key] = _Client(conn, state, stream, admitted=trusted)
-            if gate is not None:
-                self._unauthenticated[key] = client
-            try:
-                async with anyio.create_task_group() as tg:
-                    if gate is not None:
-                        tg.start_soon(self._auth_deadline, gate, conn, self.options.auth_timeout)
-                    await conn.run()
-                    tg.cancel_scope.cancel()
-                if gate is not None and not gate.admitted.is_set() and not client.evicted:
-                    await _linger(stream)
-            finally:
-                del self._clients[key]
-                self._unauthenticated.pop(key, None)
-                changed, self._clients_changed = self._clients_changed, anyio.Event()
-                changed.set()  # every waiter wakes, then waits on the new event
+        async def on_close() -> None:
+            state.cancel_all_work()
+
+        conn = Connection(
+            stream,
+            self.registry,
+            state,
+            max_line_bytes=self.options.max_line_bytes,
+            on_close=on_close,
+            gate=gate,
+            hangup_on_eof=True,
+            max_outbox_bytes=self.options.max_outbox_bytes,
+        )
+        client = self._clients[key] = _Client(conn, state, stream, admitted=trusted)
+        if gate is not None:
+            self._unauthenticated[key] = client
+        try:
+            async with anyio.create_task_group() as tg:
+                if gate is not None:
+                    tg.start_soon(self._auth_deadline, gate, conn, self.options.auth_timeout)
+                await conn.run()
+                tg.cancel_scope.cancel()
+            if gate is not None and not gate.admitted.is_set() and not client.evicted:
+                await _linger(stream)
+        finally:
+            del self._clients[key]
+            self._unauthenticated.pop(key, None)
+            changed, self._clients_changed = self._clients_changed, anyio.Event()
+            changed.set()  # every waiter wakes, then waits on the new event
 
     def _admitted_count(self) -> int:
         return sum(client.admitted for client in self._clients.values())  # at most a few dozen
@@ -476,10 +495,13 @@ async def _linger(stream: ByteStream) -> None:
             received += len(await stream.receive())
 
 
-async def serve(config: DaemonConfig, options: ServeOptions) -> None:
-    """Runs ``oamd serve`` until SIGTERM/SIGINT, then drains and returns.
+async def serve(
+    config: DaemonConfig, options: ServeOptions, tap: ConnectionTap | None = None
+) -> None:
+    """Runs ``oamd serve`` until SIGTERM/SIGINT, then drains and returns; ``tap`` sees each
+    connection (``--record``).
 
     Raises:
         EndpointError: an endpoint or the token file cannot be used safely.
     """
-    await Server(config, options).run()
+    await Server(config, options, tap).run()
