@@ -28,6 +28,9 @@ from oamd.log import configure_logging
 if TYPE_CHECKING:
     from argparse import Namespace
 
+    from anyio.abc import TaskStatus
+
+    from oamd.inspector import Inspector
     from oamd.methods.state import DaemonConfig
     from oamd.serve import ServeOptions
 
@@ -115,6 +118,30 @@ async def _closing(model: LanguageModel, run: Callable[[], Awaitable[object]]) -
             await model.aclose()
 
 
+def _inspector(line: CommandLine) -> Inspector | None:
+    """``--inspect``'s page server, bound now: before anything is served, an address or token
+    file that cannot be used exits ``EXIT_USAGE`` with one line, as ``oamd serve``'s do."""
+    if not line.args.inspect:
+        return None
+    from oamd.inspector import Inspector  # never imported without --inspect
+    from oamd.transport.sockets import EndpointError
+
+    try:
+        inspector = Inspector(line.args.inspect, transport=line.command)
+    except EndpointError as exc:
+        sys.stderr.write(f"oamd {line.command}: {exc}\n")
+        raise SystemExit(EXIT_USAGE) from None
+    if line.command == "stdio":
+        try:
+            inspector.use_token_file(line.args.inspect_token_file)
+        except EndpointError as exc:
+            inspector.close()
+            sys.stderr.write(f"oamd {line.command}: {exc}\n")
+            raise SystemExit(EXIT_USAGE) from None
+        inspector.announce()  # now, not once stdin has said something: pages queue till then
+    return inspector
+
+
 async def _checked(model: LanguageModel) -> Availability:
     try:
         return await model.availability()
@@ -140,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         availability = anyio.run(_checked, model)
         sys.stdout.write(orjson.dumps(availability.to_wire()).decode() + "\n")
         return 0 if availability.available else EXIT_UNAVAILABLE
+    inspector = _inspector(line)
     _tune_gc()
     config = default_config(
         model,
@@ -150,25 +178,43 @@ def main(argv: list[str] | None = None) -> int:
         max_connection_bytes=args.max_connection_bytes,
     )
     if line.command == "serve":
-        import anyio
+        return _serve(config, model, _serve_options(args), inspector)
+    return _serve_stdio(config, model, args.max_line_bytes, args.max_outbox_bytes, inspector)
 
-        from oamd.serve import EndpointError, serve  # sockets load only for `oamd serve`
 
-        _tune_malloc()
+def _serve(
+    config: DaemonConfig, model: LanguageModel, options: ServeOptions, inspector: Inspector | None
+) -> int:
+    import anyio
 
-        try:
-            anyio.run(_closing, model, lambda: serve(config, _serve_options(args)))
-        except EndpointError as exc:
-            sys.stderr.write(f"oamd serve: {exc}\n")
-            return EXIT_USAGE
-        except KeyboardInterrupt:  # a second Ctrl-C during the drain
-            return EXIT_INTERRUPTED
-        return 0
-    return _serve_stdio(config, model, args.max_line_bytes, args.max_outbox_bytes)
+    from oamd.serve import EndpointError, Server  # sockets load only for `oamd serve`
+
+    _tune_malloc()
+
+    async def run(task_status: TaskStatus[object] = anyio.TASK_STATUS_IGNORED) -> None:
+        await Server(config, options).run(task_status=task_status)
+
+    def watched() -> Awaitable[object]:
+        if inspector is None:
+            return run()
+        return inspector.run_beside(run, token_file_of=lambda ready: ready["tokenFile"])
+
+    try:
+        anyio.run(_closing, model, watched)
+    except EndpointError as exc:
+        sys.stderr.write(f"oamd serve: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:  # a second Ctrl-C during the drain
+        return EXIT_INTERRUPTED
+    return 0
 
 
 def _serve_stdio(
-    config: DaemonConfig, model: LanguageModel, max_line_bytes: int, max_outbox_bytes: int
+    config: DaemonConfig,
+    model: LanguageModel,
+    max_line_bytes: int,
+    max_outbox_bytes: int,
+    inspector: Inspector | None,
 ) -> int:
     """A leading ``initialize`` is answered before the event loop's libraries load."""
     from oamd.early_initialize import answer_initialize
@@ -180,18 +226,21 @@ def _serve_stdio(
         _tune_malloc()
         import anyio
 
-        output_broken = anyio.run(
-            _closing,
-            model,
-            lambda: serve_stdio(
+        async def run(task_status: TaskStatus[object] = anyio.TASK_STATUS_IGNORED) -> bool:
+            task_status.started()
+            return await serve_stdio(
                 config,
                 registry=registry,
                 state=state,
                 initial=initial,
                 max_line_bytes=max_line_bytes,
                 max_outbox_bytes=max_outbox_bytes,
-            ),
-        )
+            )
+
+        def watched() -> Awaitable[object]:
+            return run() if inspector is None else inspector.run_beside(run)
+
+        output_broken = anyio.run(_closing, model, watched)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     return EXIT_OUTPUT_BROKEN if output_broken else 0
