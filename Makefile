@@ -118,6 +118,7 @@ bench: $(STAMP)
 	$(PY) bench/ping_throughput.py
 	$(PY) bench/cold_start.py
 	$(PY) bench/turn_cost.py
+	$(PY) bench/inspect_cost.py
 	$(PY) bench/load.py
 	$(PY) bench/openai_scale.py
 	$(PY) bench/memory.py --tracemalloc

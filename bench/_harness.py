@@ -540,13 +540,18 @@ class Latency:
 def latency_under_load(spec: ServerSpec, seconds: float, interval: float, window: int) -> Latency:
     """Probe ping latency every ``interval`` s for ``seconds`` while ``window`` bulk pings
     stay in flight on the same server process."""
+    with spawn(spec) as server:
+        server.ready()
+        return latency_on(server, seconds, interval, window)
+
+
+def latency_on(server: Server, seconds: float, interval: float, window: int) -> Latency:
+    """``latency_under_load`` on a server already running (and past its handshake)."""
     previous_switch = sys.getswitchinterval()
     sys.setswitchinterval(0.0002)  # let the prober get the GIL back promptly
     try:
-        with spawn(spec) as server:
-            server.ready()
-            pipelined_round(server, WARMUP_COUNT, timeout=10.0)
-            return _run_load(server, seconds, interval, window)
+        pipelined_round(server, WARMUP_COUNT, timeout=10.0)
+        return _run_load(server, seconds, interval, window)
     finally:
         sys.setswitchinterval(previous_switch)
 

@@ -24,6 +24,7 @@ from oamd._command_options import (
     add_replay_options,
     add_serve_options,
     add_serving_options,
+    add_stdio_options,
     exit_codes,
 )
 from oamd._models_options import add_models_command
@@ -206,6 +207,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
         add_serving_options(commands[name])
     add_serve_options(commands["serve"])
     add_replay_options(commands["replay"])
+    add_stdio_options(commands["stdio"])
     return top, commands | actions
 
 
@@ -258,4 +260,6 @@ def parse_command_line(argv: list[str]) -> CommandLine:
             line.refuse(f"${LOG_LEVEL_VARIABLE}: {exc}")
     if "--log-format" in takes and not hasattr(args, "log_format"):
         args.log_format = LOG_FORMATS[0]
+    if getattr(args, "inspect_token_file", None) and not args.inspect:
+        line.refuse("argument --inspect-token-file: only with --inspect")
     return line

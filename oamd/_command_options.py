@@ -37,6 +37,7 @@ __all__ = [
     "add_replay_options",
     "add_serve_options",
     "add_serving_options",
+    "add_stdio_options",
     "exit_codes",
 ]
 
@@ -210,7 +211,26 @@ def add_serving_options(p: argparse.ArgumentParser) -> None:
         ' both ways and what the system model returned, for "oamd replay" (docs/RECORDING.md)'
         " (default: no recording)",
     )
+    p.add_argument(
+        "--inspect",
+        metavar="HOST:PORT",
+        help="serve a live inspector page (connections, sessions, NPCs, worlds, every model step's"
+        " prompt and output) on this loopback address; port 0 picks a free one; a JSON line"
+        ' {"event": "inspector", "url": ..., "tokenFile": ...} on stderr says where, and its'
+        " /api/ asks for that token (oamd serve's own; for oamd stdio see"
+        " --inspect-token-file); never on another host (default: off, and nothing is recorded)",
+    )
     p.add_argument("--test-methods", action="store_true", help=argparse.SUPPRESS)
+
+
+def add_stdio_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--inspect-token-file",
+        metavar="PATH",
+        help="the token the inspector's /api/ asks for: read from PATH, or written there (0600)"
+        " when it does not exist (default: $XDG_RUNTIME_DIR/oamd-<pid>.token, else a file in a"
+        " new private temporary directory; a file oamd wrote is removed when it exits)",
+    )
 
 
 def add_serve_options(p: argparse.ArgumentParser) -> None:

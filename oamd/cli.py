@@ -30,7 +30,10 @@ from oamd.log import configure_logging
 if TYPE_CHECKING:
     from argparse import Namespace
 
+    from anyio.abc import TaskStatus
+
     from oamd.app import ConnectionTap
+    from oamd.inspector import Inspector
     from oamd.methods.state import DaemonConfig
     from oamd.serve import ServeOptions
 
@@ -146,6 +149,30 @@ async def _closing(model: LanguageModel, run: Callable[[], Awaitable[object]]) -
             await model.aclose()
 
 
+def _inspector(line: CommandLine) -> Inspector | None:
+    """``--inspect``'s page server, bound now: before anything is served, an address or token
+    file that cannot be used exits ``EXIT_USAGE`` with one line, as ``oamd serve``'s do."""
+    if not line.args.inspect:
+        return None
+    from oamd.inspector import Inspector  # never imported without --inspect
+    from oamd.transport.sockets import EndpointError
+
+    try:
+        inspector = Inspector(line.args.inspect, transport=line.command)
+    except EndpointError as exc:
+        sys.stderr.write(f"oamd {line.command}: {exc}\n")
+        raise SystemExit(EXIT_USAGE) from None
+    if line.command == "stdio":
+        try:
+            inspector.use_token_file(line.args.inspect_token_file)
+        except EndpointError as exc:
+            inspector.close()
+            sys.stderr.write(f"oamd {line.command}: {exc}\n")
+            raise SystemExit(EXIT_USAGE) from None
+        inspector.announce()  # now, not once stdin has said something: pages queue till then
+    return inspector
+
+
 async def _checked(model: LanguageModel) -> Availability:
     try:
         return await model.availability()
@@ -179,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         availability = anyio.run(_checked, model)
         sys.stdout.write(orjson.dumps(availability.to_wire()).decode() + "\n")
         return 0 if availability.available else EXIT_UNAVAILABLE
+    inspector = _inspector(line)
     _tune_gc()
     config = default_config(
         model,
@@ -189,23 +217,41 @@ def main(argv: list[str] | None = None) -> int:
         max_connection_bytes=args.max_connection_bytes,
     )
     if line.command == "serve":
-        import anyio
-
-        from oamd.serve import EndpointError, serve  # sockets load only for `oamd serve`
-
-        _tune_malloc()
         tap = _recorder(line, config, "socket")
-
-        try:
-            anyio.run(_closing, model, lambda: serve(config, _serve_options(args), tap))
-        except EndpointError as exc:
-            sys.stderr.write(f"oamd serve: {exc}\n")
-            return EXIT_USAGE
-        except KeyboardInterrupt:  # a second Ctrl-C during the drain
-            return EXIT_INTERRUPTED
-        return 0
+        return _serve(config, model, _serve_options(args), inspector, tap)
     tap = _recorder(line, config, "stdio")
-    return _serve_stdio(config, model, args.max_line_bytes, args.max_outbox_bytes, tap)
+    return _serve_stdio(config, model, args.max_line_bytes, args.max_outbox_bytes, inspector, tap)
+
+
+def _serve(
+    config: DaemonConfig,
+    model: LanguageModel,
+    options: ServeOptions,
+    inspector: Inspector | None,
+    tap: ConnectionTap | None,
+) -> int:
+    import anyio
+
+    from oamd.serve import EndpointError, Server  # sockets load only for `oamd serve`
+
+    _tune_malloc()
+
+    async def run(task_status: TaskStatus[object] = anyio.TASK_STATUS_IGNORED) -> None:
+        await Server(config, options, tap).run(task_status=task_status)
+
+    def watched() -> Awaitable[object]:
+        if inspector is None:
+            return run()
+        return inspector.run_beside(run, token_file_of=lambda ready: ready["tokenFile"])
+
+    try:
+        anyio.run(_closing, model, watched)
+    except EndpointError as exc:
+        sys.stderr.write(f"oamd serve: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:  # a second Ctrl-C during the drain
+        return EXIT_INTERRUPTED
+    return 0
 
 
 def _serve_stdio(
@@ -213,6 +259,7 @@ def _serve_stdio(
     model: LanguageModel,
     max_line_bytes: int,
     max_outbox_bytes: int,
+    inspector: Inspector | None,
     tap: ConnectionTap | None,
 ) -> int:
     """A leading ``initialize`` is answered before the event loop's libraries load (not when
@@ -229,10 +276,9 @@ def _serve_stdio(
         _tune_malloc()
         import anyio
 
-        output_broken = anyio.run(
-            _closing,
-            model,
-            lambda: serve_stdio(
+        async def run(task_status: TaskStatus[object] = anyio.TASK_STATUS_IGNORED) -> bool:
+            task_status.started()
+            return await serve_stdio(
                 config,
                 registry=registry,
                 state=state,
@@ -240,8 +286,12 @@ def _serve_stdio(
                 max_line_bytes=max_line_bytes,
                 max_outbox_bytes=max_outbox_bytes,
                 tap=tap,
-            ),
-        )
+            )
+
+        def watched() -> Awaitable[object]:
+            return run() if inspector is None else inspector.run_beside(run)
+
+        output_broken = anyio.run(_closing, model, watched)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     return EXIT_OUTPUT_BROKEN if output_broken else 0

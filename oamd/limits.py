@@ -6,6 +6,15 @@ __all__ = [
     "AUTH_TIMEOUT_SECONDS",
     "DEFAULT_TOOL_TIMEOUT_SECONDS",
     "DRAIN_SECONDS",
+    "INSPECT_MAX_PAGE_CONNECTIONS",
+    "INSPECT_MESSAGE_CHARS",
+    "INSPECT_OUTPUT_CHARS",
+    "INSPECT_PAGE_QUEUE_EVENTS",
+    "INSPECT_PROMPT_CHARS",
+    "INSPECT_STEPS_KEPT",
+    "INSPECT_SUBJECTS_KEPT",
+    "INSPECT_TURNS_KEPT",
+    "INSPECT_WORLD_CHANGES_KEPT",
     "MAX_CONCURRENT_GENERATIONS",
     "MAX_CONNECTIONS",
     "MAX_CONNECTION_BYTES",
@@ -196,3 +205,36 @@ refuses it (a recording that stops halfway cannot be played back)."""
 RECORDING_WRITE_SECONDS = 30.0
 """How long writing a closed connection's recording may take (in a worker thread) before the
 daemon stops waiting for it: a shutdown is not held up by a slow disk for longer."""
+
+INSPECT_TURNS_KEPT = 20
+"""``--inspect``: the turns the inspector keeps per session, per NPC and per connection for the
+turns that have neither (decisions, content); an older one is forgotten as a new one starts."""
+
+INSPECT_SUBJECTS_KEPT = 256
+"""``--inspect``: sessions and NPCs per connection whose turns are kept (those of deleted ones
+too, until this many more have run turns since)."""
+
+INSPECT_STEPS_KEPT = 32
+"""``--inspect``: model steps kept per turn; later ones are counted, not kept."""
+
+INSPECT_MESSAGE_CHARS = 4000
+"""``--inspect``: characters kept of each prompt message and tool output; the rest is cut (the
+record says how much)."""
+
+INSPECT_PROMPT_CHARS = 24000
+"""``--inspect``: characters kept of one step's whole prompt: its first message (the system text)
+and its last messages up to this; the messages between are counted, not kept."""
+
+INSPECT_OUTPUT_CHARS = 8000
+"""``--inspect``: characters kept of a step's raw output and of a turn's answer."""
+
+INSPECT_WORLD_CHANGES_KEPT = 64
+"""``--inspect``: a connection's most recent world changes kept (all its worlds together)."""
+
+INSPECT_PAGE_QUEUE_EVENTS = 1024
+"""``--inspect``: live events waiting for one page's event stream (a few hundred bytes each; at
+the fastest, scripted turns make about 4,000 a second); a page that falls this far behind is
+disconnected (it reconnects and reloads) rather than slowing the daemon."""
+
+INSPECT_MAX_PAGE_CONNECTIONS = 16
+"""``--inspect``: HTTP connections the inspector serves at once; one more is answered 503."""

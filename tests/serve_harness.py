@@ -33,6 +33,16 @@ class Daemon:
     ready: dict[str, Any]
     directory: str
     log: list[str] = field(default_factory=list)
+    log_grew: list[anyio.Event] = field(default_factory=lambda: [anyio.Event()])
+    """Set when a line is added to ``log`` (then replaced by a fresh event)."""
+
+    async def wait_for_log(self, prefix: str) -> str:
+        """The first stderr line starting with ``prefix``, once it has been written."""
+        while True:
+            for text in self.log:
+                if text.startswith(prefix):
+                    return text
+            await self.log_grew[0].wait()
 
     @property
     def pid(self) -> int:
@@ -158,6 +168,7 @@ async def serve(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
         log: list[str] = []
+        log_grew = [anyio.Event()]
         ready_seen = anyio.Event()
         ready: dict[str, Any] = {}
 
@@ -169,6 +180,8 @@ async def serve(
                 *lines, pending = pending.split(b"\n")
                 for text in lines:
                     log.append(text.decode(errors="replace"))
+                    grew, log_grew[0] = log_grew[0], anyio.Event()
+                    grew.set()
                     if not ready_seen.is_set() and text.startswith(b'{"event":"ready"'):
                         ready.update(json.loads(text))
                         ready_seen.set()
@@ -180,7 +193,7 @@ async def serve(
                 with anyio.fail_after(START_SECONDS):
                     await ready_seen.wait()
                 assert ready, f"oamd serve did not start: {log}"
-                yield Daemon(process, ready, where, log)
+                yield Daemon(process, ready, where, log, log_grew)
             finally:
                 with anyio.CancelScope(shield=True):
                     if process.returncode is None:

@@ -25,6 +25,10 @@ BAD = [
     (["serve", "--max-pending-auth", "0"], "--max-pending-auth: must be at least 1, not 0"),
     (["stdio", "--max-connection-bytes", "-1"], "--max-connection-bytes: must be at least 1"),
     (["stdio", "--max-outbox-bytes", "0"], "--max-outbox-bytes: must be at least 1, not 0"),
+    (["stdio", "--inspect", "0.0.0.0:0"], "--inspect 0.0.0.0:0: 0.0.0.0 is not a loopback address"),
+    (["serve", "--inspect", "192.0.2.7:80"], "--inspect 192.0.2.7:80: 192.0.2.7 is not a loopback"),
+    (["stdio", "--inspect", "127.0.0.1"], "--inspect 127.0.0.1: expected HOST:PORT"),
+    (["stdio", "--inspect-token-file", "t"], "--inspect-token-file: only with --inspect"),
 ]
 
 
@@ -36,9 +40,10 @@ def test_a_meaningless_value_is_refused_with_its_reason(argv, reason, capsys):
     assert reason in capsys.readouterr().err
 
 
-def test_oamd_stdio_serves_every_namespace_without_loading_pydantic_tqdm_or_the_model_store():
+def test_oamd_stdio_serves_every_namespace_without_loading_pydantic_tqdm_the_store_or_inspector():
     """pydantic is the typed client's optional dependency (``oamd[client]``), never the daemon's;
-    tqdm and the model store are ``oamd models``'s, loaded for it alone."""
+    tqdm and the model store are ``oamd models``'s, loaded for it alone; the inspector (and its
+    HTTP library) loads only with ``--inspect``."""
     script = {"type": "scripted", "steps": [{"text": "Hello."}]}
     npc_line = {"emotion": "happy", "line": "Hi.", "player_options": [], "ends_conversation": False}
     choice = {"reasoning": "Safer.", "choice": "flee", "confidence": 60}
@@ -85,6 +90,8 @@ def test_oamd_stdio_serves_every_namespace_without_loading_pydantic_tqdm_or_the_
         "atexit.register(lambda: sys.stderr.write(f'pydantic: {\"pydantic\" in sys.modules}\\n'))\n"
         "atexit.register(lambda: sys.stderr.write(f'tqdm: {\"tqdm\" in sys.modules}\\n'))\n"
         "atexit.register(lambda: sys.stderr.write(f'store: {\"oamd.models\" in sys.modules}\\n'))\n"
+        "atexit.register(lambda: sys.stderr.write(f'inspector: {\"oamd.inspector\" in sys.modules}'"
+        " f' h11: {\"h11\" in sys.modules}\\n'))\n"
         "from oamd.cli import main\n"
         "sys.exit(main(['stdio']))\n"
     )
@@ -98,3 +105,4 @@ def test_oamd_stdio_serves_every_namespace_without_loading_pydantic_tqdm_or_the_
     assert b"pydantic: False" in done.stderr
     assert b"tqdm: False" in done.stderr
     assert b"store: False" in done.stderr
+    assert b"inspector: False h11: False" in done.stderr

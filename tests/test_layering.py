@@ -39,6 +39,21 @@ ALLOWED = {
         "log",
         "jsonvalue",
     },
+    # the inspector reads what a connection holds (rpc, agent, game objects) and listens on a
+    # socket (transport), but is wired in by cli.py alone: nothing below imports it, and it never
+    # imports methods/, serve/ or app.py, so --inspect cannot change how a request is handled
+    "inspector": {
+        "inspector",
+        "rpc",
+        "agent",
+        "game",
+        "backends.base",
+        "transport",
+        "limits",
+        "errors",
+        "log",
+        "jsonvalue",
+    },
 }
 
 
@@ -94,3 +109,14 @@ def test_error_numbers_appear_in_code_only_in_the_error_table():
 
 def test_the_error_table_matches_protocol_errors_json_row_by_row():
     assert [(row["name"], row["code"]) for row in ERRORS] == list(CODES.items())
+
+
+def test_only_the_command_line_imports_the_inspector():
+    """``--inspect`` is wired in by ``cli.py`` alone, so without it nothing loads the inspector."""
+    importers = sorted(
+        str(path.relative_to(ROOT.parent))
+        for path in ROOT.rglob("*.py")
+        if path.parent.name != "inspector"
+        and any(t == "inspector" or t.startswith("inspector.") for t in _imports(path))
+    )
+    assert importers == ["oamd/cli.py"]

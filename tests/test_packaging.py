@@ -56,7 +56,9 @@ def test_the_conformance_runner_is_oamd_conformance_and_oamd_conformance_runs_it
     assert "session/" in listed.stdout
 
 
-def test_a_wheel_builds_without_a_warning_of_ours_and_carries_every_scenario(tmp_path):
+def test_a_wheel_builds_without_a_warning_of_ours_and_carries_every_scenario_and_the_page(
+    tmp_path,
+):
     # the first run meets what setuptools says about pyproject.toml (a deprecated licence table,
     # data folders missing from the package list): nothing, and the corpus is in the wheel
     built = subprocess.run(
@@ -82,9 +84,22 @@ def test_a_wheel_builds_without_a_warning_of_ours_and_carries_every_scenario(tmp
         assert warning not in said, said[said.index(warning) - 400 :][:1200]
     (wheel,) = tmp_path.glob("oamd-*.whl")
     with zipfile.ZipFile(wheel) as archive:
-        shipped = {name for name in archive.namelist() if name.endswith(".json")}
+        names = set(archive.namelist())
+    shipped = {name for name in names if name.endswith(".json")}
     corpus = {
         "oamd/conformance/" + path.relative_to(ROOT / "conformance").as_posix()
         for path in (ROOT / "conformance" / "scenarios").rglob("*.json")
     }
     assert corpus and corpus <= shipped
+    assert set(INSPECTOR_PAGE) <= names
+
+
+INSPECTOR_PAGE = ("oamd/inspector/page.html", "oamd/inspector/page.js")
+"""The ``--inspect`` page: data files, which neither a wheel nor a frozen build takes unasked."""
+
+
+def test_the_frozen_build_takes_the_inspectors_page_files():
+    spec = (ROOT / "packaging" / "pyinstaller" / "oamd.spec").read_text(encoding="utf-8")
+    for name in INSPECTOR_PAGE:
+        assert Path(name).name in spec, name
+    assert all((ROOT / name).is_file() for name in INSPECTOR_PAGE)

@@ -255,7 +255,7 @@ async def _generate(
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
-        timer.log(outcome)
+        timer.log(outcome, stream, requested)
     return stream.finish(), requested
 
 

@@ -4,7 +4,8 @@ It is the top floor of the turn: the vocabulary (``oamd.agent.turn``) is below b
 loops (``oamd.agent.native`` for models with a tool-call API, ``oamd.agent.envelope`` for
 text-only ones) are below this module, so no import runs back up. Committing the result is the
 caller's. Each turn is logged at debug level (``turn``: its steps, tool calls, tokens, time);
-each of its model steps by the loop (``oamd.agent.step_log``).
+each of its model steps by the loop (``oamd.agent.step_log``). A turn started where a tracer is
+set (``oamd.agent.trace``) is traced: its trace runs as ``CURRENT_TRACE`` while the turn does.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from oamd.agent.envelope import run_envelope_turn
 from oamd.agent.events import TurnEvent, TurnResult
 from oamd.agent.native import run_native_turn
 from oamd.agent.stream import Pace
+from oamd.agent.trace import CURRENT_TRACE, TURN_TRACER, TurnTrace
 from oamd.agent.turn import ToolExecutor, TurnSpec
 from oamd.log import debug_enabled, get_logger
 
@@ -42,6 +44,40 @@ async def run_turn(
         ModelError: the turn failed after its retries.
         InvalidRequest: ``{"tool": name}`` names a tool the turn does not have (text-only models).
     """
+    tracer = TURN_TRACER.get()
+    trace = tracer.begin(spec) if tracer is not None else None
+    if trace is not None:
+        return await _traced(trace, spec, emit, execute, sleep, pace)
+    return await _run(spec, emit, execute, sleep, pace)
+
+
+async def _traced(
+    trace: TurnTrace,
+    spec: TurnSpec,
+    emit: Callable[[TurnEvent], None],
+    execute: ToolExecutor,
+    sleep: Callable[[float], Awaitable[None]],
+    pace: Pace | None,
+) -> TurnResult:
+    token = CURRENT_TRACE.set(trace)
+    try:
+        result = await _run(spec, emit, execute, sleep, pace)
+    except BaseException as exc:
+        trace.finished(None, exc)
+        raise
+    finally:
+        CURRENT_TRACE.reset(token)
+    trace.finished(result, None)
+    return result
+
+
+async def _run(
+    spec: TurnSpec,
+    emit: Callable[[TurnEvent], None],
+    execute: ToolExecutor,
+    sleep: Callable[[float], Awaitable[None]],
+    pace: Pace | None,
+) -> TurnResult:
     # the loop, the JSON constraint and the context budget all read the capabilities: a turn
     # planned before a server was probed would run on guesses (unconstrained JSON on llama.cpp)
     await spec.model.settle_capabilities()

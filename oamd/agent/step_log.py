@@ -4,15 +4,23 @@ Both tool loops time every step they read from any backend: its kind, the prompt
 share the backend served from its KV cache, the output tokens, the time to the first piece of text
 (tokenizing, any grammar, the prefill) and the rest (decoding). One ``model_step`` record at
 debug level per step (``--log-level debug``), nothing on the wire. A backend may log its own
-internals beside it (the embedded llama.cpp splits tokenizing, grammar and prefill).
+internals beside it (the embedded llama.cpp splits tokenizing, grammar and prefill). When the
+turn is traced (``oamd.agent.trace``), the same figures, the request and the raw answer go to its
+trace; otherwise nothing of them is kept.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from oamd.backends.base import GenerationRequest, LanguageModel, Usage
+from oamd.agent.trace import CURRENT_TRACE, StepFigures
+from oamd.backends.base import GenerationRequest, LanguageModel, ToolCallRequest, Usage
 from oamd.log import debug_enabled, get_logger
+
+if TYPE_CHECKING:
+    from oamd.agent.stream import StepStream
 
 __all__ = ["StepTimer"]
 
@@ -22,13 +30,14 @@ log = get_logger("oamd.agent")
 class StepTimer:
     """Collects one step's figures as its stream is read; ``log`` writes them once."""
 
-    __slots__ = ("_first", "_model", "_request", "_started", "cached", "input", "output")
+    __slots__ = ("_first", "_model", "_request", "_started", "_trace", "cached", "input", "output")
 
     def __init__(self, model: LanguageModel, request: GenerationRequest) -> None:
         self._model = model
         self._request = request
         self._started = time.perf_counter()
         self._first: float | None = None
+        self._trace = CURRENT_TRACE.get()
         self.input = self.cached = self.output = 0
 
     def text(self) -> None:
@@ -41,12 +50,40 @@ class StepTimer:
         self.cached += usage.cached_input_tokens
         self.output += usage.output_tokens
 
-    def log(self, outcome: str) -> None:
-        """Writes the record (``outcome``: ``done``, ``stopped`` early by the reader, ``failed``)."""
-        if not debug_enabled():
+    def log(
+        self,
+        outcome: str,
+        stream: StepStream | None = None,
+        tool_calls: Sequence[ToolCallRequest] = (),
+    ) -> None:
+        """Writes the record (``outcome``: ``done``, ``stopped`` early by the reader, ``failed``)
+        and hands a traced turn the step, with the text ``stream`` holds and the ``tool_calls``."""
+        trace = self._trace
+        if trace is None and not debug_enabled():
             return
         now = time.perf_counter()
         first = self._first if self._first is not None else now
+        first_ms = round((first - self._started) * 1000, 1)
+        decode_ms = round((now - first) * 1000, 1)
+        total_ms = round((now - self._started) * 1000, 1)
+        if trace is not None:
+            trace.step(
+                StepFigures(
+                    self._model.name,
+                    self._request,
+                    stream.text if stream is not None else "",
+                    tool_calls,
+                    self.input,
+                    self.cached,
+                    self.output,
+                    first_ms,
+                    decode_ms,
+                    total_ms,
+                    outcome,
+                )
+            )
+        if not debug_enabled():
+            return
         log.debug(
             "model_step",
             backend=self._model.name,
@@ -55,8 +92,8 @@ class StepTimer:
             cached_tokens=self.cached,
             output_tokens=self.output,
             constrained=self._request.schema is not None,
-            first_token_ms=round((first - self._started) * 1000, 1),
-            decode_ms=round((now - first) * 1000, 1),
-            total_ms=round((now - self._started) * 1000, 1),
+            first_token_ms=first_ms,
+            decode_ms=decode_ms,
+            total_ms=total_ms,
             outcome=outcome,
         )

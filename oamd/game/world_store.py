@@ -4,7 +4,8 @@
 ``WorldState``s; it hands each committed change of a world with subscriptions to its
 ``on_change`` sink, which the methods layer turns into ``world/changed`` notifications. Changes
 reach the sink however they were made (a ``world/*`` request or an NPC's ``update_world_state``),
-synchronously, so they precede the response of the request that caused them.
+synchronously, so they precede the response of the request that caused them. A ``watch`` sink,
+when set (``oamd --inspect``), hears every committed change of every world, subscribed or not.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class WorldStore(ObjectStore[WorldState]):
         max_worlds: int = MAX_WORLDS,
         max_subscriptions: int = MAX_SUBSCRIPTIONS,
         room: Callable[[int], None] | None = None,
+        watch: ChangeSink | None = None,
     ) -> None:
         super().__init__(
             "w",
@@ -71,6 +73,7 @@ class WorldStore(ObjectStore[WorldState]):
             full=lambda n: LimitReached("worlds", n),
         )
         self.on_change = on_change
+        self.watch = watch
         self.room = room
         self.max_subscriptions = max_subscriptions
         self._subscriptions: dict[str, Subscription] = {}
@@ -202,6 +205,8 @@ class WorldStore(ObjectStore[WorldState]):
         return [(s, c) for c in changes for s in subs if s.concerns(c)]
 
     def _changed(self, world_id: str, changes: list[Change]) -> None:
+        if self.watch is not None:
+            self.watch(world_id, changes)
         if self.on_change is not None and any(
             s.world == world_id for s in self._subscriptions.values()
         ):

@@ -12,7 +12,7 @@ from oamd.limits import MAX_CONNECTION_BYTES, MAX_SESSIONS
 if TYPE_CHECKING:
     from oamd.agent.session import SessionStore
     from oamd.game.npc import NpcStore
-    from oamd.game.world_store import WorldStore
+    from oamd.game.world_store import ChangeSink, WorldStore
 
 __all__ = ["BridgeState", "DaemonConfig"]
 
@@ -42,6 +42,9 @@ class BridgeState:
     config: DaemonConfig
     reserved_bytes: int = field(default=0, init=False)
     """The params of the operations still waiting or running (``methods.budget.held``)."""
+    world_watch: ChangeSink | None = field(default=None, init=False, repr=False)
+    """Hears every change of every world of the connection (``WorldStore.watch``; set before
+    the store is first used: ``oamd --inspect`` sets it when the connection opens)."""
     _sessions: SessionStore | None = field(default=None, init=False, repr=False)
     _npcs: NpcStore | None = field(default=None, init=False, repr=False)
     _worlds: WorldStore | None = field(default=None, init=False, repr=False)
@@ -78,7 +81,7 @@ class BridgeState:
                 if state is not None:
                     check_room(state, adding)
 
-            self._worlds = WorldStore(room=room)
+            self._worlds = WorldStore(room=room, watch=self.world_watch)
         return self._worlds
 
     def held_bytes(self) -> int:

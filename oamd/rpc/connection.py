@@ -25,6 +25,8 @@ message is answered with the gate's error and closes the connection. ``hangup_on
 written, ``tool/call``s still waiting are dropped and every in-flight request is cancelled.
 ``max_outbox_bytes``: a peer that stops reading while more than that waits is cut off: nothing more
 is written and ``run`` closes as when the transport breaks (everything in flight is cancelled).
+A ``ConnectionWatch`` set in the context (``oamd.rpc.observe``) hears when the connection starts
+serving and when it has closed; each request's deferred work runs with it as ``current_request``.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from oamd.limits import (
 from oamd.log import get_logger
 from oamd.rpc.envelope import Message, check_nesting, decode_line, parse_message
 from oamd.rpc.errors import ParseError, error_object, to_wire_error
+from oamd.rpc.observe import CONNECTION_WATCH, CURRENT_REQUEST, report
 from oamd.rpc.outbox import Outbox
 from oamd.rpc.registry import Deferred, Registry, Request, Result
 from oamd.transport.framing import LineFramer, OversizedLine
@@ -175,6 +178,17 @@ class Connection:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Serves until end of input, a broken transport, or a delivered ``shutdown`` response."""
+        watch = CONNECTION_WATCH.get()
+        if watch is not None:
+            report(watch, "opened", self)
+        try:
+            await self._serve(task_status)
+        finally:
+            if watch is not None:
+                report(watch, "closed", self)
+        self._release()
+
+    async def _serve(self, task_status: TaskStatus[None]) -> None:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             tg.start_soon(self.outbox.run)
@@ -197,7 +211,6 @@ class Connection:
                         await self._in_flight_changed.wait()
             await self._close()
             tg.cancel_scope.cancel()
-        self._release()
 
     async def _read_loop(self) -> None:
         receive = self._stream.receive
@@ -341,7 +354,8 @@ class Connection:
                 raise MethodNotFound(method)
             if type(params) is not dict:
                 raise InvalidParams("params must be an object.")
-            reply = handler(Request(self, msg_id, method, params))
+            request = Request(self, msg_id, method, params)
+            reply = handler(request)
         except Exception as exc:
             error = to_wire_error(exc)
             if is_request:
@@ -355,7 +369,7 @@ class Connection:
         else:
             assert isinstance(reply, Deferred)
             if len(self._in_flight) < MAX_IN_FLIGHT_REQUESTS:
-                self.start_deferred(msg_id, reply.work, respond=is_request)
+                self.start_deferred(msg_id, reply.work, respond=is_request, request=request)
                 return
             withdraw = getattr(reply.work, "withdraw", None)
             if withdraw is not None:  # give its queue place up in order, doing nothing
@@ -365,14 +379,20 @@ class Connection:
                 self._send_error(msg_id, to_wire_error(_too_many_in_flight()))
 
     def start_deferred(
-        self, msg_id: Any, work: Callable[[], Awaitable[Any]], *, respond: bool = True
+        self,
+        msg_id: Any,
+        work: Callable[[], Awaitable[Any]],
+        *,
+        respond: bool = True,
+        request: Request | None = None,
     ) -> None:
-        """Runs ``work`` concurrently in its own cancel scope; answers ``msg_id`` with its outcome."""
+        """Runs ``work`` concurrently in its own cancel scope; answers ``msg_id`` with its outcome.
+        ``request``: what it serves, for ``observe.current_request`` in its task."""
         assert self._tg is not None
         token = next(self._tokens)
         scope = anyio.CancelScope()
         self._in_flight[token] = scope  # registered now, so a shutdown right after sees it
-        self._tg.start_soon(self._run_deferred, token, scope, msg_id, work, respond)
+        self._tg.start_soon(self._run_deferred, token, scope, msg_id, work, respond, request)
 
     async def _run_deferred(
         self,
@@ -381,9 +401,12 @@ class Connection:
         msg_id: Any,
         work: Callable[[], Awaitable[Any]],
         respond: bool,
+        request: Request | None,
     ) -> None:
         message: dict[str, Any]
         _current_work.set(token)
+        if request is not None:
+            CURRENT_REQUEST.set(request)
         try:
             with scope:
                 value = await work()
@@ -472,6 +495,15 @@ class Connection:
         with anyio.move_on_after(SHUTDOWN_GRACE_SECONDS, shield=True):
             while any(t != keep for t in self._in_flight):
                 await self._in_flight_changed.wait()
+
+    @property
+    def in_flight_count(self) -> int:
+        """Requests (and the daemon's own follow-ups) whose deferred work has not ended."""
+        return len(self._in_flight)
+
+    def extra(self, attribute: Any, default: Any = None) -> Any:
+        """A typed attribute of the connection's stream (anyio's ``SocketAttribute.family``…)."""
+        return self._stream.extra(attribute, default)
 
     @property
     def has_partial_line(self) -> bool:

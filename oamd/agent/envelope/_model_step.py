@@ -127,7 +127,7 @@ async def _read(
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
-        timer.log(outcome)
+        timer.log(outcome, stream)
     text = stream.finish()
     if not reported:
         prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)

@@ -1,0 +1,73 @@
+"""Turn tracing: an optional observer of every turn and of each of its model steps.
+
+Off unless a ``TurnTracer`` is set in the context (``TURN_TRACER``; ``oamd --inspect`` sets one
+for the daemon's whole task tree). Then ``run_turn`` asks it for one ``TurnTrace`` per turn and
+each step's timer (``oamd.agent.step_log``) hands that trace the step's figures: the request as
+the backend received it, the raw text and tool calls it answered with, tokens and times. Nothing
+is gathered, copied or kept here: with no tracer a turn costs one context lookup and each step
+another. What a trace keeps, and how much, is the tracer's; it runs on the protocol's path, so it
+must neither block nor raise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from oamd.backends.base import GenerationRequest, ToolCallRequest
+
+if TYPE_CHECKING:
+    from oamd.agent.events import TurnResult
+    from oamd.agent.turn import TurnSpec
+
+__all__ = [
+    "CURRENT_TRACE",
+    "TURN_TRACER",
+    "StepFigures",
+    "TurnTrace",
+    "TurnTracer",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class StepFigures:
+    """One model step as it happened: ``request`` exactly as the backend was given it, ``text``
+    as it answered (the raw stream, before the loop parsed it), the tool calls it requested
+    (native loop), the tokens it reported (else 0) and its times. ``outcome``: ``done``,
+    ``stopped`` early by the reader, or ``failed``."""
+
+    backend: str
+    request: GenerationRequest
+    text: str
+    tool_calls: Sequence[ToolCallRequest]
+    prompt_tokens: int
+    cached_tokens: int
+    output_tokens: int
+    first_token_ms: float
+    decode_ms: float
+    total_ms: float
+    outcome: str
+
+
+class TurnTrace(Protocol):
+    """One traced turn."""
+
+    def step(self, figures: StepFigures) -> None:
+        """A model step of the turn ended (in order; a retried step is reported again)."""
+
+    def finished(self, result: TurnResult | None, error: BaseException | None) -> None:
+        """The turn ended: with ``result``, or with ``error`` (a cancellation included)."""
+
+
+class TurnTracer(Protocol):
+    def begin(self, spec: TurnSpec) -> TurnTrace | None:
+        """A turn starts; ``None``: it is not traced."""
+
+
+TURN_TRACER: ContextVar[TurnTracer | None] = ContextVar("oamd_turn_tracer", default=None)
+"""The tracer of every turn started in this context (``None``: turns are not traced)."""
+
+CURRENT_TRACE: ContextVar[TurnTrace | None] = ContextVar("oamd_current_trace", default=None)
+"""The trace of the turn running in this task, set by ``run_turn`` while it runs."""
