@@ -51,6 +51,18 @@ def debug_enabled() -> bool:
     return _settings["level"] <= LEVELS["debug"]
 
 
+class _CurrentStderr:
+    """``sys.stderr`` as it is when a record is written, not when logging was configured: code that
+    swaps ``sys.stderr`` for a while (a test's capture, a host embedding oamd) and closes its file
+    afterwards would otherwise leave every later record writing to a closed file."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def _apply(structlog: Any) -> None:
     renderer = (
         structlog.processors.JSONRenderer()
@@ -65,7 +77,7 @@ def _apply(structlog: Any) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(_settings["level"]),
-        logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.WriteLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
 
