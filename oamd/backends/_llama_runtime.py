@@ -41,6 +41,9 @@ CHATML_TEMPLATE = (
 )
 """The template used when a GGUF file carries none."""
 
+NO_THINKING = "<think>\n\n</think>\n\n"
+"""An empty reasoning block: Qwen3's template writes it to switch thinking off."""
+
 GREEDY_TOP_K = 1
 
 GRAMMAR_CACHE = 64
@@ -114,6 +117,10 @@ class LlamaRuntime:
             bos_token=self._token_text(bos),
             add_generation_prompt=False,
         )
+        self._answer_opening = NO_THINKING if "enable_thinking" in template else ""
+        """What the template writes after the assistant's header with ``enable_thinking``
+        false, which llama-cpp-python's formatter cannot pass: a thinking model (Qwen3) then
+        answers at once instead of spending a turn's tokens on reasoning."""
         self._grammars: dict[bytes, Any] = {}
         self.parameters = int(self.llm._model.n_params())
         """The model's size, which picks its prompt layout."""

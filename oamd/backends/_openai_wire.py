@@ -17,6 +17,7 @@ from typing import Any, Literal
 import orjson
 
 from oamd.backends._openai_errors import clip, error_from_body, status_of
+from oamd.backends._reasoning import ReasoningFilter
 from oamd.backends.base import (
     ChatMessage,
     GenerationEvent,
@@ -242,7 +243,8 @@ class StreamDecoder:
     or tool-call delta); one that is not a string (a number, an object) fails the step naming
     it, rather than be dropped or guessed at. Tool calls are bounded while they gather
     (``MAX_STEP_TOOL_CALLS``, ``MAX_STEP_TOOL_CALL_CHARS``); the text is the agent's to bound,
-    as it reads it.
+    as it reads it. A leading ``<think>…</think>`` block is not text (``ReasoningFilter``); its
+    tokens still count in the estimated usage.
     """
 
     prompt_text: str = ""
@@ -252,6 +254,8 @@ class StreamDecoder:
     _call_chars: int = 0
     _fed: bool = False
     _complete: bool = False
+    _reasoning: ReasoningFilter = field(default_factory=ReasoningFilter)
+    """A thinking model's ``<think>`` block, held back from the text (``_reasoning``)."""
 
     @property
     def started(self) -> bool:
@@ -286,7 +290,8 @@ class StreamDecoder:
             if isinstance(text, str):
                 if text:
                     self._text.append(text)
-                    yield TextDelta(text)
+                    if shown := self._reasoning.feed(text):
+                        yield TextDelta(shown)
             elif text is not None:
                 raise _unexpected(f"a choice's 'content' is {_kind(text)}, not a string")
             self._gather_calls(delta.get("tool_calls") or [])
@@ -340,6 +345,8 @@ class StreamDecoder:
                 "The model server's stream ended before the answer was complete (no "
                 "finish_reason): it was cut short.",
             )
+        if rest := self._reasoning.finish():
+            yield TextDelta(rest)
         for index in sorted(self._calls):
             pending = self._calls[index]
             raw = "".join(pending.arguments).strip() or "{}"

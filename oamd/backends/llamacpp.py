@@ -50,6 +50,7 @@ from oamd.backends._packaged_model import (
     PACKAGED_MODEL_MODULE,
     packaged_model_path,
 )
+from oamd.backends._reasoning import ReasoningFilter
 from oamd.backends.base import (
     Availability,
     ChatMessage,
@@ -401,14 +402,17 @@ class LlamaCppModel(LanguageModel):
             stops = [*stops, *request.stop]
             chunks = await self._run(runtime.start, tokens, stops, request.sampling, grammar)
             counted = 0
+            reasoning = ReasoningFilter()
             try:
                 yield Usage(len(tokens), cached, 0)  # counted even when the reader stops early
                 while True:
                     chunk = await self._run(_next_chunk, chunks)
                     clock.mark("prefill" if clock.first else "decode")
                     if chunk is _END:
+                        if rest := reasoning.finish():
+                            yield TextDelta(rest)
                         break
-                    text = chunk["choices"][0].get("text") or ""
+                    text = reasoning.feed(chunk["choices"][0].get("text") or "")
                     if text:
                         # output tokens as they come, so a reader that stops once its answer
                         # is complete still counts what was decoded for it
