@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from oamd.methods.state import DaemonConfig
     from oamd.serve import ServeOptions
 
-__all__ = ["main"]
+__all__ = ["main", "model_for"]
 
 GC_THRESHOLDS = (50_000, 50, 1000)
 """The serving process's collector: a young collection every 50,000 net allocations instead of
@@ -82,12 +83,23 @@ def _model_from_spec(line: CommandLine) -> LanguageModel:
     spec = line.args.model
     if not spec:
         return UnconfiguredModel()
-    from oamd.backends.spec import model_from_spec  # backends load their clients lazily
-
     try:
-        return model_from_spec(spec, _resolve)
+        return model_for(spec)
     except ValueError as exc:
         line.refuse(f"{line.model_source}: {exc}")
+
+
+def model_for(spec: str) -> LanguageModel:
+    """The model a ``--model`` spec names, as the command line makes it: names looked up in the
+    model store and the folders of Ollama and Hugging Face, faster copies kept in the store
+    (``make eval`` and the benchmarks make theirs with this too).
+
+    Raises:
+        ValueError: the spec is malformed or names what cannot be found.
+    """
+    from oamd.backends.spec import model_from_spec  # backends load their clients lazily
+
+    return model_from_spec(spec, _resolve, _derived_folder)
 
 
 def _resolve(kind: str, reference: str) -> Any:
@@ -96,6 +108,13 @@ def _resolve(kind: str, reference: str) -> Any:
     from oamd.models.resolve import locator
 
     return locator(kind, reference)
+
+
+def _derived_folder() -> Path:
+    """Where faster copies of llama.cpp models are kept: the model store's ``fast/``."""
+    from oamd.models.store import store_folder
+
+    return store_folder() / "fast"
 
 
 def _serve_options(args: Namespace) -> ServeOptions:

@@ -4,8 +4,11 @@ message the daemon sends checked against ``protocol/`` and kept by a ``Recorder`
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -28,6 +31,12 @@ from oamd.rpc import Registry
 from oamd.transport import memory_stream_pair
 
 OAMD = [sys.executable, "-m", "oamd"]
+
+# Every daemon a test starts keeps what it derives from a model (a faster copy of the packaged
+# SmolLM2) in a model store of this test run's own, never in the user's.
+_STORE = tempfile.mkdtemp(prefix="oamd-test-models-")
+os.environ["OAMD_MODELS"] = _STORE
+atexit.register(shutil.rmtree, _STORE, ignore_errors=True)
 
 # CI replays the same examples every run (a red CI must be reproducible); locally they stay random
 settings.register_profile("ci", derandomize=True, deadline=None)

@@ -138,17 +138,13 @@ class LlamaRuntime:
             return ""
         return self.llm.detokenize([token], special=True).decode("utf-8", "replace")
 
-    @property
-    def description(self) -> str:
-        return self.path.name
-
     def prompt_tokens(
         self, messages: Sequence[ChatMessage], reply_prefix: str = ""
     ) -> tuple[list[int], list[str]]:
         """The chat prompt (and the start of the reply) as tokens, and the template's stops."""
         result = self._formatter(messages=[_message(m) for m in messages])
         tokens = self.llm.tokenize(
-            (result.prompt + reply_prefix).encode("utf-8"),
+            (result.prompt + self._answer_opening + reply_prefix).encode("utf-8"),
             add_bos=not result.added_special,
             special=True,
         )

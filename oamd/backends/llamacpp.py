@@ -28,7 +28,7 @@ import enum
 import importlib.util
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,9 @@ from urllib.parse import parse_qsl
 import anyio
 import anyio.to_thread
 
+from oamd.backends._llama_fast_form import fast_form
 from oamd.backends._llama_runtime import LlamaRuntime, llama_cpp_version
+from oamd.backends._llama_threads import ThreadPolicy
 from oamd.backends._model_location import (
     Locator,
     Resolver,
@@ -85,6 +87,10 @@ INSTALL_HINT = (
 )
 """Said when llama.cpp is missing: oamd is not on a package index, llama-cpp-python is."""
 """How to get llama-cpp-python (a CPU build takes about 5 minutes on two cores)."""
+
+Derived = Callable[[], Path | None]
+"""Where copies derived from a model file are kept (the model store's ``fast/``), asked when a
+model loads; ``None`` keeps none."""
 
 _END = object()
 
@@ -177,6 +183,8 @@ class LlamaCppModel(LanguageModel):
         prompts: str | None = None,
         choices: str = "likelihood",
         locate: Locator | None = None,
+        requantize: str = "off",
+        derived: Derived | None = None,
     ) -> None:
         """``path`` ``None`` means the packaged SmolLM2, unless ``locate`` finds the file of a
         named model (asked again at each check until the model loads); ``threads`` ``None``
@@ -186,7 +194,10 @@ class LlamaCppModel(LanguageModel):
         ``ram_cache_bytes`` > 0 also keeps whole KV states in RAM (llama-cpp-python's
         ``LlamaRAMCache``), which helps when several sessions interleave; ``prompts`` forces the
         compact or the full prompt layout (``None``: by the model's size, once loaded);
-        ``choices`` ``generation`` turns likelihood scoring off."""
+        ``choices`` ``generation`` turns likelihood scoring off; ``requantize`` ``q8_0`` or
+        ``q4_0`` loads a copy of a Q4_1/Q5 file in that type, made once in the folder ``derived``
+        names and kept when it measures faster (``oamd.backends._llama_fast_form``: faster, but
+        scored lower on ``make eval``, hence not the default ``off``)."""
         self.path = Path(path) if path else None
         self._locate = locate
         self._waiting: Availability | None = None
@@ -203,7 +214,11 @@ class LlamaCppModel(LanguageModel):
         self._state = _State.UNLOADED
         self._problem: str | None = None
         self._runtime: LlamaRuntime | None = None
+        self._source: Path | None = None
+        """The file asked for; the runtime may run a faster copy of it."""
         self.prompts = prompts
+        self.requantize = requantize
+        self._derived = derived
         self.capabilities = ModelCapabilities(
             native_tools=False,
             constrained_json=True,
@@ -215,7 +230,12 @@ class LlamaCppModel(LanguageModel):
 
     @classmethod
     def from_spec(
-        cls, spec: str, *, resolve: Resolver | None = None, locate: Locator | None = None
+        cls,
+        spec: str,
+        *,
+        resolve: Resolver | None = None,
+        locate: Locator | None = None,
+        derived: Derived | None = None,
     ) -> LlamaCppModel:
         """``[<path.gguf>|<name>|hf:<org>/<repo>/<file>][?option=value&…]`` (the part after
         ``llamacpp:``); a name or ``hf:`` reference is looked up by ``resolve`` (without one it
@@ -223,7 +243,9 @@ class LlamaCppModel(LanguageModel):
         ``ctx=<tokens>`` (context, default 4096), ``threads=<n>`` (default: the free cores, step by step),
         ``cache=<MiB>`` (a RAM cache of KV states, default off), ``prompts=compact|full`` (the
         prompt layout; default: compact below ``COMPACT_BELOW_PARAMETERS``), ``choices=
-        likelihood|generation`` (how closed choices are made; default likelihood).
+        likelihood|generation`` (how closed choices are made; default likelihood),
+        ``requantize=off|q8_0|q4_0`` (load a copy of a Q4_1/Q5 file in that type, made once in
+        the folder ``derived`` names and kept only when it measures faster; default off).
 
         Raises:
             ValueError: an option is unknown or malformed, or ``resolve`` refused the name.
@@ -234,7 +256,11 @@ class LlamaCppModel(LanguageModel):
             locate = resolve(*reference)
         options: dict[str, Any] = {}
         numbers = {"ctx": "context_size", "threads": "threads", "cache": "ram_cache_bytes"}
-        words = {"prompts": ("compact", "full"), "choices": ("likelihood", "generation")}
+        words = {
+            "prompts": ("compact", "full"),
+            "choices": ("likelihood", "generation"),
+            "requantize": ("off", "q8_0", "q4_0"),
+        }
         for key, value in parse_qsl(query, keep_blank_values=True):
             if key in words:
                 if value not in words[key]:
@@ -252,7 +278,12 @@ class LlamaCppModel(LanguageModel):
                 )
             number = int(value)
             options[numbers[key]] = number * 1024 * 1024 if key == "cache" else number
-        return cls(None if locate is not None else path or None, locate=locate, **options)
+        return cls(
+            None if locate is not None else path or None,
+            locate=locate,
+            derived=derived,
+            **options,
+        )
 
     # ---- availability -------------------------------------------------------------------------
 
@@ -289,11 +320,15 @@ class LlamaCppModel(LanguageModel):
 
     def _available(self) -> Availability:
         assert self._runtime is not None
+        source, running = self._source or self._runtime.path, self._runtime.path
+        detail = f"llama.cpp (llama-cpp-python {llama_cpp_version()}), {source}"
+        if running != source:
+            detail += f", run as its faster {self.requantize.upper()} copy {running}"
         return Availability(
             available=True,
             context_size=self._runtime.context_size,
-            variant=self._runtime.description,
-            detail=f"llama.cpp (llama-cpp-python {llama_cpp_version()}), {self._runtime.path}",
+            variant=source.name,
+            detail=detail,
         )
 
     def _unavailable(self) -> Availability:
@@ -336,12 +371,13 @@ class LlamaCppModel(LanguageModel):
     async def _load(self, path: Path, described: str) -> None:
         """Loads ``path`` in a worker thread; the model is ``READY`` or ``FAILED`` after."""
         problem = None
+        self._source = path
         _progress(f"oamd: loading {described}… ")
         started = time.monotonic()
         try:
             self._runtime = await anyio.to_thread.run_sync(
                 lambda: LlamaRuntime(
-                    path,
+                    self._fastest(path),
                     context_size=self.context_size,
                     threads=self.threads,
                     ram_cache_bytes=self.ram_cache_bytes,
@@ -356,7 +392,14 @@ class LlamaCppModel(LanguageModel):
             _progress(f"{outcome} in {elapsed:.1f} s\n")
         if problem is None:
             seconds = round(elapsed, 2)
-            log.info("model_loaded", model=described, path=str(path), seconds=seconds)
+            loaded = self._runtime.path if self._runtime is not None else path
+            log.info(
+                "model_loaded",
+                model=described,
+                path=str(path),
+                loaded=str(loaded),  # a faster copy of path, or path itself
+                seconds=seconds,
+            )
         else:
             log.warning("model_load_failed", path=str(path), error=problem)
         self._state = _State.READY if problem is None else _State.FAILED
@@ -364,6 +407,13 @@ class LlamaCppModel(LanguageModel):
         if self._runtime is not None and self.prompts is None:
             small = self._runtime.parameters < COMPACT_BELOW_PARAMETERS
             self.capabilities = replace(self.capabilities, compact_prompts=small)
+
+    def _fastest(self, path: Path) -> Path:
+        """The form of ``path`` to load (blocking: it may make and time a copy, once)."""
+        if self.requantize == "off" or self._derived is None:
+            return path
+        threads = ThreadPolicy(self.threads).most
+        return fast_form(path, self._derived(), threads, self.requantize).path
 
     async def settle_capabilities(self) -> None:
         """Loads the model (once): its size picks the prompt layout a turn is planned with."""

