@@ -16,7 +16,7 @@ from evals.npc import NpcLine, npc_table, run_npc
 from evals.report import summarise, table
 from evals.runner import ScenarioResult, StepClock, run_scenario, serve_model
 from evals.scenarios import SCENARIOS
-from oamd.backends.spec import model_from_spec
+from oamd.cli import model_for
 
 MAX_RUNS = 10
 
@@ -35,7 +35,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 async def _run(spec: str, runs: int, only: set[str]) -> tuple[list[ScenarioResult], list[NpcLine]]:
-    model = model_from_spec(spec)
+    model = model_for(spec)  # names and faster copies resolved as oamd's command line does
     availability = await model.availability()
     if not availability.available:
         raise SystemExit(f"evals: the model is unavailable: {availability.detail}")
