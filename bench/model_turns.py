@@ -14,7 +14,11 @@ top of a cached prefix of the same length and decoding as many tokens as the ste
 ``turn ÷ floor`` is what the daemon's prompts, steps and per-token work cost beyond the model.
 The share of sane NPC lines (``evals/sanity.py``) is printed too.
 
-    .venv/bin/python bench/model_turns.py [--model llamacpp[:path.gguf]] [--json]
+The daemon may load a faster copy of the file (a Q4_0 copy of a Q4_1 file,
+``oamd.backends._llama_fast_form``); the floor then runs that copy. ``--busy-cores N`` keeps N
+cores busy all along, as a game's own threads do: with one busy, compare against ``--threads 1``.
+
+    .venv/bin/python bench/model_turns.py [--model llamacpp[:path.gguf]] [--busy-cores N] [--json]
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from time import perf_counter, sleep
 from typing import Any
@@ -92,7 +99,19 @@ def step_records(stderr: bytes) -> list[StepFigures]:
     return steps
 
 
-def play(model: str, threads: int, tree: str | None = None) -> list[Turn]:
+def loaded_file(stderr: bytes) -> str | None:
+    """The file the daemon loaded (its ``model_loaded`` record): a faster copy of the model's
+    file where it made one, which the floor must then run too."""
+    for raw in stderr.splitlines():
+        if b'"model_loaded"' in raw:
+            try:
+                return orjson.loads(raw).get("loaded")
+            except orjson.JSONDecodeError:
+                return None
+    return None
+
+
+def play(model: str, threads: int, tree: str | None = None) -> tuple[list[Turn], str | None]:
     # ``tree``: an earlier checkout's oamd, imported from there (its steps unlogged: each turn is
     # then timed and floored as one step)
     launcher = (
@@ -149,6 +168,7 @@ def play(model: str, threads: int, tree: str | None = None) -> list[Turn]:
 
         client.call("npc/create", INNKEEPER)
         offset = settled(server)  # the warm-up's steps (background work) are not a turn's
+        loaded = loaded_file(server.stderr_from(0)[0])
         earlier: list[str] = []
         for line in PLAYER_LINES:
             result = timed("npc/talk", "npc/talk", {"npc": "mira", "line": line})
@@ -164,7 +184,19 @@ def play(model: str, threads: int, tree: str | None = None) -> list[Turn]:
             result = timed("content", "content/generate", content)
             if result:
                 turns[-1].text = orjson.dumps(result.get("content")).decode()
-    return turns
+    return turns, loaded
+
+
+@contextmanager
+def busy_cores(count: int) -> Iterator[None]:
+    """``count`` processes that each keep a core busy, as a game's own threads do."""
+    spinners = [subprocess.Popen([PYTHON, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
 
 
 def settled(server: Any, quiet: float = 0.5, most: float = 20.0) -> int:
@@ -309,19 +341,29 @@ def main(argv: list[str] | None = None) -> int:
         "--threads", type=int, default=0, help="fix the daemon's threads (default: its own choice)"
     )
     parser.add_argument("--tree", help="play an earlier checkout's oamd (e.g. a git worktree)")
+    parser.add_argument(
+        "--busy-cores",
+        type=int,
+        default=0,
+        help="keep this many cores busy while it runs, as a game's own threads do (default 0)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     threads = args.threads
-    turns = play(args.model, threads, args.tree)
-    floor = Floor(model_path(args.model), threads or min(os.cpu_count() or 1, 8))
-    for turn in turns:
-        turn.floor_s = sum(floor.step_seconds(s) for s in turn.steps)
-    bare_prefill, bare_decode = floor.rates()
+    with busy_cores(args.busy_cores):
+        turns, loaded = play(args.model, threads, args.tree)
+        floor_file = loaded or model_path(args.model)
+        floor = Floor(floor_file, threads or min(os.cpu_count() or 1, 8))
+        for turn in turns:
+            turn.floor_s = sum(floor.step_seconds(s) for s in turn.steps)
+        bare_prefill, bare_decode = floor.rates()
     ours_prefill, ours_decode = daemon_rates(turns)
     talks = [t for t in turns if t.what == "npc/talk"]
     sane = sum(not t.problems for t in talks)
     report = {
         "threads": threads,
+        "busy_cores": args.busy_cores,
+        "loaded_file": floor_file,
         "npc": summary(turns, "npc/talk"),
         "decision": summary(turns, "decision"),
         "content": summary(turns, "content"),
@@ -350,8 +392,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     used = sorted({step.threads for t in turns for step in t.steps if step.threads})
     out = [
-        f"Real-model turns, {args.model}, threads {used or threads or 'default'}; floor = bare "
-        "llama.cpp, the same work on the same threads"
+        f"Real-model turns, {args.model}, threads {used or threads or 'default'}, "
+        f"{args.busy_cores} core(s) kept busy; floor = bare llama.cpp, the same work on the same "
+        "file and threads",
+        f"loaded: {floor_file}",
     ]
     out += [turn_row(i, t) for i, t in enumerate(turns, 1)]
     for what in ("npc", "decision", "content"):
