@@ -61,8 +61,8 @@ from oamd.limits import (
     WRITE_GRACE_SECONDS,
 )
 from oamd.log import get_logger
-from oamd.rpc.envelope import Message, check_nesting, decode_line, parse_message
 from oamd.rpc.errors import ParseError, error_object, to_wire_error
+from oamd.rpc.message import Message, check_nesting, decode_line, parse_message
 from oamd.rpc.observe import CONNECTION_WATCH, CURRENT_REQUEST, report
 from oamd.rpc.outbox import Outbox
 from oamd.rpc.registry import Deferred, Registry, Request, Result
