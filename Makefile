@@ -98,12 +98,13 @@ bench-dist: dist dist-onefile
 bench-unity: dist
 	$(PY) bench/unity_turns.py
 
-# vulture: dead code at 80 % confidence (unused imports and variables, unreachable code); the
-# public API's names that nothing in the tree calls are below that threshold by design
+# vulture: dead code at 60 % confidence, unused attributes, methods and properties included;
+# names used where it cannot see (by name, from Java, by pydantic, public API only tests call)
+# are in vulture_whitelist.py, each with its reason
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/vulture oamd conformance --min-confidence 80
+	$(VENV)/bin/vulture oamd conformance vulture_whitelist.py --min-confidence 60
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format .

@@ -29,8 +29,8 @@ import orjson
 from oamd.errors import InvalidMessage
 from oamd.limits import MAX_LINE_BYTES, MAX_SAFE_INTEGER
 from oamd.methods.state import BridgeState
-from oamd.rpc.envelope import check_nesting, encode
 from oamd.rpc.errors import to_wire_error
+from oamd.rpc.message import check_nesting, encode
 from oamd.rpc.registry import Registry, Request, Result
 
 __all__ = ["FIRST_READ_BYTES", "answer_initialize"]

@@ -160,10 +160,6 @@ class ScriptedModel(LanguageModel):
                 **fields,
             )
 
-    @property
-    def played(self) -> int:
-        return self._next
-
     def _peek(self) -> ScriptStep:
         return self.steps[self._next] if self._next < len(self.steps) else self.fallback
 

@@ -53,6 +53,8 @@ from oamd.client._game_results import (
     WorldCreateResult,
     WorldListResult,
 )
+from oamd.client._handshake import CLIENT_NAME
+from oamd.client._handshake import initialize as send_initialize
 from oamd.client._model_requests import ModelRequests
 from oamd.client._npc import Npc
 from oamd.client._params import present
@@ -69,9 +71,6 @@ from oamd.client._tools import ToolBox, ToolFunction, Tools
 from oamd.client._world import World
 
 __all__ = ["NOTIFICATION_MODELS", "Bridge"]
-
-PROTOCOL_VERSION = "1.0"
-CLIENT_NAME = "oamd.client"
 
 
 NOTIFICATION_MODELS: dict[str, type[BaseModel]] = {
@@ -168,10 +167,8 @@ class Bridge(ModelRequests):
         self, client_name: str = CLIENT_NAME, *, timeout: float | None = None
     ) -> InitializeResult:
         """Introduces the client; returns (and keeps as ``info``) the server and its model."""
-        params = {"protocolVersion": PROTOCOL_VERSION, "client": {"name": client_name}}
-        self.info = InitializeResult.model_validate(
-            await self.client.request("initialize", params, timeout=timeout)
-        )
+        result = await send_initialize(self.client, client_name, timeout=timeout)
+        self.info = InitializeResult.model_validate(result)
         return self.info
 
     async def availability(self, *, timeout: float | None = None) -> Availability:

@@ -15,10 +15,9 @@ from anyio.streams.stapled import StapledByteStream
 from oamd.client._client import Client
 from oamd.client._daemon import DaemonProcess, daemon_command, daemon_env
 from oamd.client._errors import RpcError
+from oamd.client._handshake import initialize as send_initialize
 
 __all__ = ["connect_stdio", "connect_stream", "connect_tcp", "connect_unix"]
-
-CLIENT_INFO = {"name": "oamd.client"}
 
 EXIT_GRACE_SECONDS = 5.0
 """How long leaving a ``connect_stdio`` client waits for the daemon to exit before killing it."""
@@ -78,11 +77,8 @@ async def _over_socket(
     refused: RpcError | None = None
     async with stream, Client(stream, **kwargs) as client:  # the socket closes whatever happens
         if initialize:
-            params: dict[str, Any] = {"protocolVersion": "1.0", "client": CLIENT_INFO}
-            if token is not None:
-                params["auth"] = token
             try:
-                client.initialized = await client.request("initialize", params)  # type: ignore[attr-defined]
+                client.initialized = await send_initialize(client, token=token)  # type: ignore[attr-defined]
             except RpcError as exc:
                 refused = exc  # raised once the client is closed, not wrapped in its task group
         if refused is None:

@@ -61,8 +61,8 @@ from oamd.limits import (
     WRITE_GRACE_SECONDS,
 )
 from oamd.log import get_logger
-from oamd.rpc.envelope import Message, check_nesting, decode_line, parse_message
 from oamd.rpc.errors import ParseError, error_object, to_wire_error
+from oamd.rpc.message import Message, check_nesting, decode_line, parse_message
 from oamd.rpc.observe import CONNECTION_WATCH, CURRENT_REQUEST, report
 from oamd.rpc.outbox import Outbox
 from oamd.rpc.registry import Deferred, Registry, Request, Result
@@ -123,7 +123,7 @@ class PendingCall:
 
     def abandon(self) -> None:
         """Forgets the call: a reply arriving later is logged and dropped."""
-        self._conn._outgoing.pop(self.id, None)
+        self._conn.forget_call(self)
 
 
 class Connection:
@@ -456,6 +456,11 @@ class Connection:
         self._outgoing[call.id] = call
         self.outbox.send({"jsonrpc": "2.0", "id": call.id, "method": method, "params": params})
         return call
+
+    def forget_call(self, call: PendingCall) -> None:
+        """Stops waiting for ``call``'s reply (``PendingCall.abandon``): one arriving later is
+        logged and dropped like a reply to a request never sent."""
+        self._outgoing.pop(call.id, None)
 
     def _resolve_outgoing(self, msg: Message) -> None:
         call = self._outgoing.pop(msg.id, None) if isinstance(msg.id, str) else None

@@ -24,7 +24,7 @@ from anyio.abc import ByteSendStream
 
 from oamd.limits import OUTBOX_HIGH_WATER_BYTES, PEER_STALL_SECONDS
 from oamd.log import get_logger
-from oamd.rpc.envelope import encode
+from oamd.rpc.message import encode
 
 __all__ = ["EAGER_WRITE_MAX_MESSAGES", "Outbox"]
 

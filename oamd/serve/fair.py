@@ -93,10 +93,6 @@ class FairGenerations:
         ticket.granted = True
         ticket.event.set()
 
-    @property
-    def waiting(self) -> int:
-        return sum(len(q) for q in self._waiting.values())
-
 
 class _FairModel(LanguageModel):
     """A backend seen by one client: every generation holds a fair slot while it streams."""

@@ -59,7 +59,7 @@ from oamd.limits import (
 from oamd.log import get_logger
 from oamd.methods.state import BridgeState, DaemonConfig
 from oamd.rpc import Connection, Registry, Request, Result, error_object
-from oamd.rpc.envelope import encode
+from oamd.rpc.message import encode
 from oamd.serve.fair import FairGenerations
 from oamd.serve.gate import TokenGate
 from oamd.transport.sockets import (

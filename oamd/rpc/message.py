@@ -1,4 +1,4 @@
-"""Envelope rules (§1): a line in, a checked message out; a message out, a line of valid UTF-8.
+"""JSON-RPC message rules (§1): a line in, a checked message out; a message out, a UTF-8 line.
 
 Ids are strings or numbers and are echoed exactly; integral numbers travel as plain digits and must
 be within ±(2^53-1). ``null`` ids, booleans, objects and batches are rejected with -32600. Params are
