@@ -35,6 +35,9 @@ _.onDone  # jvm.py: GenerationSink.onDone
 
 # ---- read by a library -------------------------------------------------------------------------
 _._requires_eval  # _llama_scoring.py: llama_cpp.Llama reads it before its next evaluation
+_.ftype  # llama_model_quantize_params, a ctypes struct llama.cpp's quantiser reads
+_.allow_requantize  # as above
+_.nthread  # as above
 _.model_config  # client/_results.py: pydantic's configuration of WireModel
 _.old_value  # client/_events.py, _game_results.py: pydantic fields, the wire's members
 _.new_value  # client/_events.py: pydantic field

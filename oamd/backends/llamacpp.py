@@ -215,6 +215,8 @@ class LlamaCppModel(LanguageModel):
         self._problem: str | None = None
         self._runtime: LlamaRuntime | None = None
         self._source: Path | None = None
+        self._form = "as stored"
+        """Why the runtime runs the file it runs (``FastForm.reason``)."""
         """The file asked for; the runtime may run a faster copy of it."""
         self.prompts = prompts
         self.requantize = requantize
@@ -398,6 +400,7 @@ class LlamaCppModel(LanguageModel):
                 model=described,
                 path=str(path),
                 loaded=str(loaded),  # a faster copy of path, or path itself
+                form=self._form,
                 seconds=seconds,
             )
         else:
@@ -413,7 +416,9 @@ class LlamaCppModel(LanguageModel):
         if self.requantize == "off" or self._derived is None:
             return path
         threads = ThreadPolicy(self.threads).most
-        return fast_form(path, self._derived(), threads, self.requantize).path
+        form = fast_form(path, self._derived(), threads, self.requantize)
+        self._form = form.reason
+        return form.path
 
     async def settle_capabilities(self) -> None:
         """Loads the model (once): its size picks the prompt layout a turn is planned with."""
