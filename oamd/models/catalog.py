@@ -56,8 +56,9 @@ CATALOG: tuple[CatalogEntry, ...] = (
         size_bytes=639_446_688,
         sha256="9465e63a22add5354d9bb4b99e90117043c7124007664907259bd16d043bb031",
         licence="Apache-2.0",
-        template=CHATML + "; a thinking model: it writes <think>…</think> before its answer"
-        " unless a message ends with /no_think",
+        template=CHATML + "; a thinking model: its template knows enable_thinking, so oamd"
+        " writes the empty <think></think> block that switches thinking off, and drops a"
+        " leading <think>…</think> block from any output",
         source="Qwen's own GGUF repository (it publishes Q8_0 only), branch main; size and"
         " digest as two independent published manifests give them (not downloaded here)",
     ),
