@@ -314,7 +314,12 @@ def test_the_hook_checks_the_jdk_and_copies_oamd_before_the_build(hook, tmp_path
 def test_ci_fails_when_javac_exists_but_android_tests_skipped(tmp_path, summary, code):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, body in (("make", f"echo '{summary}'"), ("javac", "echo 'javac 21'")):
+    fakes = (
+        ("make", f"echo '{summary}'"),
+        ("javac", "echo 'javac 21'"),
+        ("id", "echo 1000"),  # not root: .ci/run installs nothing (Mono, Chromium) from a test
+    )
+    for name, body in fakes:
         (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
         (bin_dir / name).chmod(0o755)
     done = subprocess.run(
