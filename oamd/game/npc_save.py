@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from oamd.agent.entries import RESPONSE, kind_of
 from oamd.agent.history import History
 from oamd.agent.prompt import turn_starts
 from oamd.agent.transcript import export_transcript, import_transcript
@@ -22,7 +23,7 @@ STATE_VERSION = 1
 
 def _complete_turns(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     starts = turn_starts(entries)
-    if starts and entries[-1]["kind"] != "response":
+    if starts and kind_of(entries[-1]) != RESPONSE:
         return entries[: starts[-1]]  # a trailing unanswered prompt is not saved
     return entries
 

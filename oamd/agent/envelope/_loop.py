@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import orjson
 
+from oamd.agent.entries import RESPONSE, kind_of, prompt_entry, response_entry
 from oamd.agent.envelope._calls import TurnCalls
 from oamd.agent.envelope._compact import (
     channel_candidates,
@@ -174,7 +175,7 @@ async def regenerate_reply(
     """
     settings = replace(spec.settings, sampling=sampling)
     turn = _EnvelopeTurn(replace(spec, settings=settings), emit, _no_tool, sleep, pace)
-    turn.entries[:] = [entry for entry in result.entries if entry.get("kind") != "response"]
+    turn.entries[:] = [entry for entry in result.entries if kind_of(entry) != RESPONSE]
     turn.calls.records[:] = result.records
     turn.steps[:] = result.steps
     turn.usage = replace(result.usage)
@@ -213,7 +214,7 @@ class _EnvelopeTurn:
         )
         self.by_name = {t.name: t for t in spec.tools}
         self.constrained = spec.model.capabilities.constrained_json
-        self.entries: list[dict[str, Any]] = [{"kind": "prompt", "text": spec.prompt}]
+        self.entries: list[dict[str, Any]] = [prompt_entry(spec.prompt)]
         if spec.watch is not None:
             spec.watch(self.entries)
         self.calls = TurnCalls(self.entries, spec.carried_records, self.labels, emit, execute)
@@ -412,7 +413,7 @@ class _EnvelopeTurn:
         if self.compact and cap and self.usage.output_tokens - output_before >= cap:
             text = whole_sentences(text)  # cut by the output limit: end at its last sentence
         self.display.finish(text)
-        self.entries.append({"kind": "response", "text": text})
+        self.entries.append(response_entry(text))
         return self._result(text)
 
     async def _structured_step(self) -> TurnResult:
@@ -438,9 +439,7 @@ class _EnvelopeTurn:
                 if not problems:
                     self.emit(PartialValue(ordered))
                     compact = orjson.dumps(ordered).decode()
-                    self.entries.append(
-                        {"kind": "response", "text": compact, "structured": ordered}
-                    )
+                    self.entries.append(response_entry(compact, ordered))
                     return self._result(compact, ordered, True)
                 problem = f"the JSON does not match the required form: {join_problems(problems)}"
             else:
@@ -476,7 +475,7 @@ class _EnvelopeTurn:
             )
         self.emit(PartialValue(ordered))
         compact = orjson.dumps(ordered).decode()
-        self.entries.append({"kind": "response", "text": compact, "structured": ordered})
+        self.entries.append(response_entry(compact, ordered))
         return self._result(compact, ordered, True)
 
     # ---- model steps ---------------------------------------------------------------------------
