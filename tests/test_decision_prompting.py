@@ -8,8 +8,9 @@ import pytest
 
 from oamd.agent.events import TurnResult
 from oamd.errors import InvalidParams, ModelError
-from oamd.game.decision import DecisionOption, DecisionRequest, decision_schema, parse_options
+from oamd.game.decision import DecisionOption, DecisionRequest, decision_schema
 from oamd.game.persona import Persona
+from oamd.methods.parse.decision import parse_options
 
 DEFAULT = (
     "You make decisions for characters in a video game. Pick the option that best fits the "

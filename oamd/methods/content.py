@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from oamd.agent.params import Params
 from oamd.agent.run import run_turn
-from oamd.agent.session import parse_sampling
-from oamd.agent.tools import parse_tools
 from oamd.errors import InvalidParams, ModelError
 from oamd.game.content import ContentRequest
 from oamd.methods.driver import TurnDriver
+from oamd.methods.parse.params import Params
+from oamd.methods.parse.session import parse_sampling
+from oamd.methods.parse.tools import parse_tools
 from oamd.methods.state import BridgeState
 from oamd.methods.validate import compile_param_schema
 from oamd.rpc import Deferred, Registry, Request

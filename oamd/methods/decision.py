@@ -7,16 +7,17 @@ from typing import Any
 import anyio
 
 from oamd.agent.events import TurnUsage
-from oamd.agent.params import Params
 from oamd.agent.run import run_turn
-from oamd.agent.session import parse_sampling
-from oamd.agent.tools import parse_tool_choice, parse_tools
 from oamd.errors import InvalidParams, LimitReached, ModelError
-from oamd.game.decision import DecisionRequest, actor_persona, parse_options
+from oamd.game.decision import DecisionRequest
 from oamd.game.decision_compact import decide_compact
 from oamd.limits import MAX_DECISION_CONCURRENCY, MAX_DECISIONS
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_record, encode_usage
+from oamd.methods.parse.decision import actor_persona, parse_options
+from oamd.methods.parse.params import Params
+from oamd.methods.parse.session import parse_sampling
+from oamd.methods.parse.tools import parse_tool_choice, parse_tools
 from oamd.methods.state import BridgeState
 from oamd.rpc import Deferred, Registry, Request, Result, to_wire_error
 

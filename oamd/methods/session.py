@@ -7,19 +7,20 @@ from typing import Any
 from oamd.agent.compaction import compact_history
 from oamd.agent.envelope import warm_up
 from oamd.agent.history import History, entries_size
-from oamd.agent.params import Params
-from oamd.agent.policy import parse_policy_overrides
 from oamd.agent.queue import Operation
 from oamd.agent.run import run_turn
-from oamd.agent.session import Session, SessionOptions, check_object_id, parse_session_options
-from oamd.agent.tools import RESPOND_DIRECTLY, parse_tools, tool_count_warning
-from oamd.agent.transcript import export_transcript, import_transcript
+from oamd.agent.session import Session, SessionOptions
+from oamd.agent.tools import RESPOND_DIRECTLY
 from oamd.errors import InvalidParams, InvalidRequest, InvalidSchema, LimitReached, OamdError
 from oamd.limits import MAX_TOOLS
 from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_turn
 from oamd.methods.model_warning import system_model_warnings
+from oamd.methods.parse.params import Params, check_object_id
+from oamd.methods.parse.session import parse_policy_overrides, parse_session_options
+from oamd.methods.parse.tools import parse_tools, tool_count_warning
+from oamd.methods.parse.transcript import export_transcript, import_transcript
 from oamd.methods.state import BridgeState
 from oamd.methods.validate import compile_param_schema
 from oamd.rpc import Deferred, Registry, Request, Result
@@ -206,7 +207,7 @@ def transcript(req: Request) -> Result:
             "transcript": export_transcript(
                 s.instructions,
                 s.context_note,
-                [t.to_wire() for t in s.tools],
+                [t.definition for t in s.tools],
                 [*s.history.entries, *(s.in_progress or ())],  # a running turn shows its progress
             ),
         }
