@@ -1,8 +1,9 @@
 """Sessions: an agent with its own conversation, options, tools and turn queue; and their store.
 
-A session's history is a list of entries in oamd's transcript form (``prompt``, ``toolCalls``,
-``toolOutput``, ``response``); a turn adds its entries in one step when it commits. A session
-builds its own turns' specs (``Session.turn_spec``); its options hold the turn settings whole.
+A session's history is a list of entries (``oamd.agent.entries``); a turn adds its entries in one
+step when it commits. A session runs its own turns: ``Session.respond`` builds the spec, runs the
+turn, asks the adapter's budget check and commits; ``Session.compact`` folds old turns into the
+context note. Its options hold the turn settings whole.
 What it holds (``held_bytes``) is its history and its ``footprint``: the instructions, context
 note and tools, kept by the ``set_*`` methods, and the model spec and options it was created with.
 """
@@ -10,27 +11,53 @@ note and tools, kept by the ``set_*`` methods, and the model spec and options it
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from oamd.agent.compaction import compact_history
+from oamd.agent.events import TurnEvent, TurnResult
 from oamd.agent.footprint import Footprint, json_size
-from oamd.agent.history import History
+from oamd.agent.history import History, entries_size
 from oamd.agent.policy import ToolPolicy
-from oamd.agent.queue import TurnQueue
+from oamd.agent.queue import Operation, TurnQueue
+from oamd.agent.run import run_turn
 from oamd.agent.schema import CompiledSchema
 from oamd.agent.store import ObjectStore
+from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolDefinition
-from oamd.agent.turn import DEFAULT_TURN_SETTINGS, TurnSettings, TurnSpec
+from oamd.agent.turn import (
+    DEFAULT_TURN_SETTINGS,
+    NoToolExecutor,
+    ToolExecutor,
+    TurnSettings,
+    TurnSpec,
+)
 from oamd.backends.base import LanguageModel
-from oamd.errors import InvalidParams, SessionExists, SessionLimit, SessionNotFound
+from oamd.errors import (
+    InvalidParams,
+    InvalidSchema,
+    SessionExists,
+    SessionLimit,
+    SessionNotFound,
+)
 from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS, MAX_SESSIONS
 
 __all__ = [
+    "RoomCheck",
     "Session",
     "SessionOptions",
     "SessionStore",
     "utc_now",
 ]
+
+
+RoomCheck = Callable[[int], None]
+"""The adapter's byte budget, asked before a turn commits with the bytes its entries add; it
+raises (``LimitReached``) to fail the turn, which then leaves no trace."""
+
+_COMPACTION_NO_TOOLS = NoToolExecutor("compaction offers no tools", InvalidSchema)
+"""A summary offers no tools (its error unchanged: ``InvalidSchema``)."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +155,56 @@ class Session:
 
     def _show_progress(self, entries: list[dict[str, Any]]) -> None:
         self.in_progress = entries
+
+    async def respond(
+        self,
+        op: Operation,
+        prompt: str,
+        overrides: dict[str, Any],
+        schema: CompiledSchema | None,
+        *,
+        emit: Callable[[TurnEvent], None],
+        execute: ToolExecutor,
+        check_room: RoomCheck,
+        pace: Pace | None = None,
+    ) -> TurnResult:
+        """Runs one turn as the session stands now and commits it: ``check_room`` is asked
+        with the bytes the turn's entries add, then ``op`` commits and the history grows.
+        ``session/transcript`` shows the entries while the turn runs (``in_progress``).
+
+        Raises:
+            InvalidParams: ``toolChoice`` names a tool the session does not have.
+            ModelError: the turn failed. Cancelled: a cancel came before the commit.
+            LimitReached: ``check_room`` refused the entries.
+        """
+        spec = self.turn_spec(prompt, overrides, schema)
+        try:
+            result = await run_turn(spec, emit, execute, pace=pace)
+            added = entries_size(result.entries)
+            check_room(added)  # over the budget: the turn fails, leaving no trace
+            op.commit()
+            self.history.extend(result.entries, added)
+        finally:
+            self.in_progress = None
+        return result
+
+    async def compact(self, op: Operation, keep_turns: int, instructions: str | None) -> str | None:
+        """Folds all but the last ``keep_turns`` turns into a summary that becomes the context
+        note; returns it, or ``None`` (nothing to fold: nothing changes).
+
+        Raises:
+            ModelError: the summary turn failed. Cancelled: a cancel came before the commit.
+        """
+        plan = compact_history(self.history.entries, keep_turns, self.context_note, instructions)
+        if plan is None:
+            op.commit()
+            return None
+        result = await run_turn(plan.spec(self.model), lambda event: None, _COMPACTION_NO_TOOLS)
+        summary = result.text.strip()
+        op.commit()
+        self.set_context_note(summary)
+        self.history = self.history.after(plan.cut)
+        return summary
 
 
 class SessionStore(ObjectStore[Session]):

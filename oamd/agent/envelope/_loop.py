@@ -69,7 +69,7 @@ from oamd.agent.events import (
 )
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolDefinition
-from oamd.agent.turn import ToolExecutor, TurnSpec
+from oamd.agent.turn import NoToolExecutor, ToolExecutor, TurnSpec
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -174,7 +174,7 @@ async def regenerate_reply(
         ModelError: the model failed the step after its retries.
     """
     settings = replace(spec.settings, sampling=sampling)
-    turn = _EnvelopeTurn(replace(spec, settings=settings), emit, _no_tool, sleep, pace)
+    turn = _EnvelopeTurn(replace(spec, settings=settings), emit, _REGENERATE_NO_TOOLS, sleep, pace)
     turn.entries[:] = [entry for entry in result.entries if kind_of(entry) != RESPONSE]
     turn.calls.records[:] = result.records
     turn.steps[:] = result.steps
@@ -183,8 +183,7 @@ async def regenerate_reply(
     return await turn._respond_step()
 
 
-async def _no_tool(call: Any, tool: Any) -> Any:
-    raise InvalidRequest("a regenerated reply calls no tools")
+_REGENERATE_NO_TOOLS = NoToolExecutor("a regenerated reply calls no tools")
 
 
 class _EnvelopeTurn:
