@@ -67,24 +67,6 @@ class ToolOutput:
             return f"Error: {self.value}"
         return orjson.dumps(self.value).decode()
 
-    @classmethod
-    def from_reply(cls, result: Any, error: Any) -> ToolOutput:
-        """Every reply form of ``tool/call`` (§7): ``{"output"}``, ``isError``, a JSON-RPC error,
-        or a lenient result without ``output`` (the whole result is the output)."""
-        if error is not None:
-            message = error.get("message") if isinstance(error, dict) else None
-            return cls.error(message if isinstance(message, str) else "Unknown error")
-        if isinstance(result, dict) and "output" in result:
-            output = result["output"]
-            if result.get("isError") is True:
-                return cls.error(
-                    output if isinstance(output, str) else orjson.dumps(output).decode()
-                )
-            return cls.text(output) if isinstance(output, str) else cls.json(output)
-        if isinstance(result, str):
-            return cls.text(result)
-        return cls.json(result)
-
 
 LocalRunner = Callable[[dict[str, Any]], Awaitable[ToolOutput]]
 

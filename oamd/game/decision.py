@@ -21,6 +21,7 @@ from oamd.game.npc_prompt import render_value, sentence, text_list
 from oamd.game.persona import Persona
 
 __all__ = [
+    "Choice",
     "DecisionOption",
     "DecisionRequest",
     "decision_schema",
@@ -33,6 +34,15 @@ DEFAULT_INSTRUCTIONS = (
 )
 ONLY_OPTION_REASON = "It is the only option."
 DEFAULT_CONFIDENCE = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What a decision chose: an option id, the reason given, a confidence from 0 to 100."""
+
+    option_id: str
+    reasoning: str
+    confidence: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,13 +137,13 @@ class DecisionRequest:
             sampling=self.sampling,
         )
 
-    def only_option(self) -> dict[str, Any] | None:
+    def only_option(self) -> Choice | None:
         if len(self.options) != 1:
             return None
-        return {"optionID": self.options[0].id, "reasoning": ONLY_OPTION_REASON, "confidence": 100}
+        return Choice(self.options[0].id, ONLY_OPTION_REASON, 100)
 
-    def result(self, turn: TurnResult) -> dict[str, Any]:
-        """``{"optionID", "reasoning", "confidence"}`` from the model's answer.
+    def result(self, turn: TurnResult) -> Choice:
+        """The choice in the model's answer.
 
         Raises:
             ModelError: ``generation_failed`` when the choice is none of the ids.
@@ -153,8 +163,4 @@ class DecisionRequest:
         else:
             confidence = DEFAULT_CONFIDENCE
         reasoning = value.get("reasoning")
-        return {
-            "optionID": chosen,
-            "reasoning": reasoning.strip() if isinstance(reasoning, str) else "",
-            "confidence": confidence,
-        }
+        return Choice(chosen, reasoning.strip() if isinstance(reasoning, str) else "", confidence)

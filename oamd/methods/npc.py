@@ -26,6 +26,7 @@ from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_call, encode_record, encode_usage
 from oamd.methods.model_warning import system_model_warnings
+from oamd.methods.parse.models import resolve_model
 from oamd.methods.parse.npc import (
     measure_npc,
     memory_to_wire,
@@ -78,7 +79,7 @@ def _build(
     options, option_warnings = parse_npc_options(options_raw, base, options_path)
     if world is not None and not isinstance(world, str):
         raise InvalidParams(f"Parameter 'world' must be a string; got {world!r}.")
-    model, model_name = state.config.models.resolve(model_raw, use=(req.method, req.id))
+    model, model_name = resolve_model(state.config.models, model_raw, use=(req.method, req.id))
     tools, tool_warnings = parse_tools(tools_raw, tools_path)
     world_state = world_store(req).get(world) if world is not None else None
     warnings += persona_warnings + option_warnings + tool_warnings

@@ -18,6 +18,7 @@ from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_turn
 from oamd.methods.model_warning import system_model_warnings
+from oamd.methods.parse.models import resolve_model
 from oamd.methods.parse.params import Params, check_object_id
 from oamd.methods.parse.session import parse_policy_overrides, parse_session_options
 from oamd.methods.parse.tools import parse_tools, tool_count_warning
@@ -89,7 +90,7 @@ def create(req: Request) -> Result:
             f"'options.toolChoice' names tool '{choice.name}', which is not in 'tools'."
         )
     warnings += tool_count_warning(len(tools))
-    model, model_name = state.config.models.resolve(p.get("model"), use=(req.method, req.id))
+    model, model_name = resolve_model(state.config.models, p.get("model"), use=(req.method, req.id))
     warnings += system_model_warnings(model, model_name)
     if any(t.name == RESPOND_DIRECTLY for t in tools):
         raise InvalidRequest(f"'{RESPOND_DIRECTLY}' is reserved for ToolChoice.explicit.")
