@@ -8,8 +8,9 @@ import pytest
 
 from oamd.agent.events import TurnResult
 from oamd.errors import InvalidParams, ModelError
-from oamd.game.decision import DecisionOption, DecisionRequest, decision_schema, parse_options
+from oamd.game.decision import Choice, DecisionOption, DecisionRequest, decision_schema
 from oamd.game.persona import Persona
+from oamd.methods.parse.decision import parse_options
 
 DEFAULT = (
     "You make decisions for characters in a video game. Pick the option that best fits the "
@@ -164,36 +165,26 @@ def turn(value: Any) -> TurnResult:
 
 
 def test_only_one_option_needs_no_model():
-    assert request(options=[DecisionOption("fight")]).only_option() == {
-        "optionID": "fight",
-        "reasoning": "It is the only option.",
-        "confidence": 100,
-    }
+    assert request(options=[DecisionOption("fight")]).only_option() == Choice(
+        "fight", "It is the only option.", 100
+    )
     assert request().only_option() is None
 
 
 def test_the_choice_matches_case_insensitively():
     assert request().result(
         turn({"reasoning": " Timid. ", "choice": " FLEE ", "confidence": 78})
-    ) == {
-        "optionID": "flee",
-        "reasoning": "Timid.",
-        "confidence": 78,
-    }
+    ) == Choice("flee", "Timid.", 78)
 
 
 @pytest.mark.parametrize(("raw", "confidence"), [(78.6, 79), (150, 100), (-3, 0)])
 def test_confidence_is_rounded_and_clamped(raw, confidence):
     value = {"reasoning": "x", "choice": "beg", "confidence": raw}
-    assert request().result(turn(value))["confidence"] == confidence
+    assert request().result(turn(value)).confidence == confidence
 
 
 def test_missing_confidence_and_reasoning_default():
-    assert request().result(turn({"choice": "beg"})) == {
-        "optionID": "beg",
-        "reasoning": "",
-        "confidence": 50,
-    }
+    assert request().result(turn({"choice": "beg"})) == Choice("beg", "", 50)
 
 
 def test_an_unknown_choice_is_generation_failed():

@@ -14,7 +14,7 @@ from oamd.agent.envelope._loop import APPEND_ONLY_CHATTER_CHARS
 from oamd.agent.events import ToolCall
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.run import run_turn
-from oamd.agent.tools import ToolDefinition, ToolOutput, parse_tools
+from oamd.agent.tools import ToolDefinition, ToolOutput
 from oamd.agent.turn import TurnSettings, TurnSpec
 from oamd.backends.base import (
     Availability,
@@ -26,6 +26,7 @@ from oamd.backends.base import (
     Sampling,
     TextDelta,
 )
+from oamd.methods.parse.tools import parse_tools
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ from oamd.agent.events import StepStarted, TextUpdated, ToolCall, TurnEvent
 from oamd.agent.history import History
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.run import run_turn
-from oamd.agent.tools import ToolChoice, ToolDefinition, ToolOutput, parse_tools
+from oamd.agent.tools import ToolChoice, ToolDefinition, ToolOutput
 from oamd.agent.turn import TurnSettings, TurnSpec
 from oamd.backends.base import (
     Availability,
@@ -28,6 +28,7 @@ from oamd.backends.base import (
 )
 from oamd.backends.scripted import ScriptedModel, parse_script
 from oamd.errors import ModelError
+from oamd.methods.parse.tools import parse_tools
 
 pytestmark = pytest.mark.anyio
 

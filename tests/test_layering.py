@@ -18,7 +18,18 @@ ALLOWED = {
     "backends": {"backends", "limits", "errors", "log", "jsonvalue"},
     "agent": {"agent", "backends.base", "limits", "errors", "log", "jsonvalue"},
     "game": {"game", "agent", "backends.base", "limits", "errors", "log", "jsonvalue"},
-    "methods": {"methods", "rpc", "agent", "game", "limits", "errors", "log", "jsonvalue"},
+    # methods/parse reads params into the value types below it, ``Sampling`` among them
+    "methods": {
+        "methods",
+        "rpc",
+        "agent",
+        "game",
+        "backends.base",
+        "limits",
+        "errors",
+        "log",
+        "jsonvalue",
+    },
     "client": {"client", "transport", "rpc.errors", "jsonvalue"},
     # the model store is a leaf beside backends/: the llama.cpp backend may not import it, so
     # oamd.cli hands its lookup to the backend; it needs none of the daemon's layers itself

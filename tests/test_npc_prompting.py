@@ -25,6 +25,7 @@ from oamd.game.talk import (
     talk_prompt,
 )
 from oamd.jsonvalue import dumps
+from oamd.methods.parse.npc import memory_to_wire
 
 GORM = Persona(
     name="Gorm",
@@ -631,5 +632,5 @@ def test_a_drafts_size_change_is_what_the_memorys_json_grows_by(
         d.remember(fact)
     d.change_relationship(delta)
     committed = d.committed()
-    grown = len(dumps(committed.to_wire())) - len(dumps(d.base.to_wire()))
+    grown = len(dumps(memory_to_wire(committed))) - len(dumps(memory_to_wire(d.base)))
     assert d.size_change(committed) == grown

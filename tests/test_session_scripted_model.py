@@ -14,6 +14,7 @@ from oamd.app import default_config
 from oamd.backends.base import ChatMessage, GenerationRequest, TextDelta
 from oamd.client import RpcError
 from oamd.limits import MAX_SCRIPT_CHUNKS
+from oamd.methods.parse.models import resolve_model
 
 pytestmark = pytest.mark.anyio
 
@@ -327,7 +328,8 @@ async def test_with_scripted_models_disabled_a_scripted_session_is_refused(model
 @pytest.mark.parametrize("test_methods", [False, True])
 async def test_a_scripted_model_keeps_its_requests_only_for_test_methods(test_methods):
     """Each request holds a whole prompt: kept for ``test/modelRequests``, never otherwise."""
-    model, _ = default_config(test_methods=test_methods).models.resolve(scripted({"text": "Hi."}))
+    models = default_config(test_methods=test_methods).models
+    model, _ = resolve_model(models, scripted({"text": "Hi."}))
     request = GenerationRequest(messages=[ChatMessage("user", "Hello.")])
     with anyio.fail_after(5):
         played = [event async for event in model.generate(request)]

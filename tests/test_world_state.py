@@ -21,6 +21,7 @@ from oamd.game.world import Change, WorldState
 from oamd.game.world_store import WorldStore
 from oamd.jsonvalue import dumps
 from oamd.limits import MAX_WORLD_BYTES
+from oamd.methods.parse.params import check_object_id
 
 
 def test_set_returns_the_change_and_counts_a_version() -> None:
@@ -133,8 +134,8 @@ def test_store_ids_limits_and_lookup() -> None:
     assert store.create().id == "w1"
     with pytest.raises(WorldExists):
         store.create("w1")
-    with pytest.raises(InvalidParams):
-        store.create("")
+    with pytest.raises(InvalidParams):  # the adapter checks a client's id before the store
+        check_object_id("", "world")
     assert store.create("main", {"a": 1}).get("a") == 1
     with pytest.raises(LimitReached) as info:
         store.create()

@@ -8,8 +8,17 @@ from typing import Any
 
 import orjson
 
+from oamd.agent.entries import (
+    PROMPT,
+    RESPONSE,
+    TOOL_CALLS,
+    TOOL_OUTPUT,
+    calls_of,
+    kind_of,
+    output_of,
+    text_of,
+)
 from oamd.agent.prompt import turn_starts
-from oamd.agent.tools import ToolOutput
 from oamd.agent.turn import TurnSpec, one_off_turn
 from oamd.backends.base import LanguageModel, Sampling
 
@@ -29,18 +38,18 @@ def render_lines(
     """History as labelled lines: ``User: …``, ``[Assistant used tool {…}]``, ``[tool result: …]``."""
     lines = []
     for entry in entries:
-        kind = entry["kind"]
-        if kind == "prompt":
-            lines.append(f"{user}: {entry['text']}")
-        elif kind == "response":
-            lines.append(f"{assistant}: {entry['text']}")
-        elif kind == "toolCalls":
-            for call in entry["calls"]:
-                args = orjson.dumps(call["arguments"]).decode()
-                lines.append(f"[{assistant} used {call['name']} {args}]")
-        elif kind == "toolOutput":
-            text = ToolOutput(entry["outputKind"], entry["output"]).model_text
-            lines.append(f"[{entry['name']} result: {text}]")
+        kind = kind_of(entry)
+        if kind == PROMPT:
+            lines.append(f"{user}: {text_of(entry)}")
+        elif kind == RESPONSE:
+            lines.append(f"{assistant}: {text_of(entry)}")
+        elif kind == TOOL_CALLS:
+            for call in calls_of(entry):
+                args = orjson.dumps(call.arguments).decode()
+                lines.append(f"[{assistant} used {call.name} {args}]")
+        elif kind == TOOL_OUTPUT:
+            out = output_of(entry)
+            lines.append(f"[{out.name} result: {out.output.model_text}]")
     return lines
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from typing import Any
 
+from oamd.agent.entries import PROMPT, kind_of
 from oamd.jsonvalue import dumps
 
 __all__ = ["LOW_WATER_SHARE", "History", "Rendered", "Window", "entries_size"]
@@ -144,9 +145,9 @@ class History:
         entries = list(entries)
         self._bytes += entries_size(entries) if size is None else size
         for entry in entries:
-            if entry.get("kind") == "prompt" or not self._turns:
+            if kind_of(entry) == PROMPT or not self._turns:
                 self._turns.append([entry])
-                self._prompts += entry.get("kind") == "prompt"
+                self._prompts += kind_of(entry) == PROMPT
             else:
                 self._turns[-1].append(entry)
                 self._forget_last_turn()

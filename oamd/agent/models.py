@@ -1,8 +1,8 @@
 """Which model a session runs on: ``"system"`` (the daemon's backend) or a host-registered type.
 
-``ModelFactory`` resolves the protocol's ``model`` parameter. It is the one place that knows the
-daemon-wide backend and the model types the host registered (``scripted`` among them), so
-handlers never touch ``backends/`` directly. Every use of ``"system"`` goes through ``bind`` when
+``ModelFactory`` is the one place that knows the daemon-wide backend and the model types the host
+registered (``scripted`` among them), so handlers never touch ``backends/`` directly; reading the
+protocol's ``model`` parameter into one of them is the adapters' (``oamd.methods.parse.models``). Every use of ``"system"`` goes through ``bind`` when
 one is set (``oamd stdio --record`` wraps each use to record it; ``oamd replay`` hands each use the
 script recorded for it), so the model a session, NPC or call gets is its own; without ``bind``
 they all share the one backend and resolving costs nothing more.
@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oamd.backends.base import Availability, LanguageModel
-from oamd.errors import InvalidParams
 
 __all__ = ["ModelFactory", "ModelMaker", "SystemBinder"]
 
@@ -50,33 +49,13 @@ class ModelFactory:
     def model_types(self) -> list[str]:
         return ["system", *(t for t in self.types if t != "scripted" or self.allow_scripted)]
 
-    def resolve(
-        self, spec: Any, path: str = "model", *, use: Any = None
-    ) -> tuple[LanguageModel, str]:
-        """The model for a ``model`` param, and the name ``session/list`` shows for it.
-        ``use`` says who asks (the request's method and id), for ``bind``.
+    def allows(self, kind: str) -> bool:
+        """Whether models of ``kind`` may be made here (scripted ones may be disabled)."""
+        return kind != "scripted" or self.allow_scripted
 
-        Raises:
-            InvalidParams: an unknown type, a malformed spec, or scripted models disabled.
-        """
-        if spec is None or spec == "system":
-            return self._system(use), "system"
-        if isinstance(spec, str):
-            spec = {"type": spec}
-        if not isinstance(spec, dict):
-            raise InvalidParams(f"'{path}' must be \"system\" or an object with a 'type'.")
-        kind = spec.get("type")
-        if kind is None:
-            raise InvalidParams(f"Missing required parameter '{path}.type'.")
-        if kind == "system":
-            return self._system(use), "system"
-        if kind == "scripted" and not self.allow_scripted:
-            raise InvalidParams("Scripted models are disabled on this bridge.")
-        maker = self.types.get(kind) if isinstance(kind, str) else None
-        if maker is None:
-            supported = ", ".join(f'"{t}"' for t in self.model_types())
-            raise InvalidParams(f"Unknown model type '{kind}'. Supported: {supported}.")
-        return maker(spec, path), str(kind)
+    def maker(self, kind: str) -> ModelMaker | None:
+        return self.types.get(kind)
 
-    def _system(self, use: Any) -> LanguageModel:
+    def system_model(self, use: Any) -> LanguageModel:
+        """The model one use of ``"system"`` gets (``use``: who asks, for ``bind``)."""
         return self.system if self.bind is None else self.bind(self.system, use)

@@ -18,6 +18,13 @@ from typing import Any
 import anyio
 import orjson
 
+from oamd.agent.entries import (
+    call_json,
+    prompt_entry,
+    response_entry,
+    tool_calls_entry,
+    tool_output_entry,
+)
 from oamd.agent.events import (
     PartialValue,
     Step,
@@ -105,7 +112,7 @@ async def _attempt(
     state: _TurnState,
     pace: Pace | None,
 ) -> TurnResult:
-    entries: list[dict[str, Any]] = [{"kind": "prompt", "text": spec.prompt}]
+    entries: list[dict[str, Any]] = [prompt_entry(spec.prompt)]
     records: list[ToolRecord] = list(spec.carried_records)
     if spec.watch is not None:
         spec.watch(entries)
@@ -181,7 +188,7 @@ async def _steps(
                 runnable.append((call, tool))
             calls += 1
         if visible_calls:
-            entries.append({"kind": "toolCalls", "calls": [_call_json(c) for c in visible_calls]})
+            entries.append(tool_calls_entry(_call_json(c) for c in visible_calls))
         for call, output in instant:
             _record(call, output, 0.0, entries, records, emit, None)
         if runnable:
@@ -294,15 +301,15 @@ def _finish(
         result.structured = value
         result.has_structured = True
         result.text = orjson.dumps(value).decode()
-        entries.append({"kind": "response", "text": result.text, "structured": value})
+        entries.append(response_entry(result.text, value))
     else:
-        entries.append({"kind": "response", "text": text})
+        entries.append(response_entry(text))
     result.entries = entries
     return result
 
 
 def _call_json(call: ToolCall) -> dict[str, Any]:
-    return {"id": call.id, "name": call.name, "arguments": call.arguments}
+    return call_json(call.id, call.name, call.arguments)
 
 
 def _record(
@@ -316,15 +323,7 @@ def _record(
 ) -> None:
     record = ToolRecord(call, output, round(duration, 3))
     records.append(record)
-    entries.append(
-        {
-            "kind": "toolOutput",
-            "callId": call.id,
-            "name": call.name,
-            "outputKind": output.kind,
-            "output": output.value,
-        }
-    )
+    entries.append(tool_output_entry(call.id, call.name, output.kind, output.value))
     emit(ToolCompleted(record))
     if follow_up is not None:
         follow_up()

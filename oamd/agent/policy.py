@@ -12,10 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from oamd.agent.params import Params
-from oamd.agent.tools import ToolChoice, parse_tool_choice
+from oamd.agent.tools import ToolChoice
 
-__all__ = ["StepTools", "ToolPolicy", "parse_policy_overrides"]
+__all__ = ["StepTools", "ToolPolicy"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,22 +52,5 @@ class ToolPolicy:
         return StepTools("allowed", visible)
 
     def with_overrides(self, overrides: dict[str, Any]) -> ToolPolicy:
+        """This policy with some fields replaced (by field name: ``choice``, ``max_rounds``…)."""
         return replace(self, **overrides) if overrides else self
-
-
-def parse_policy_overrides(p: Params) -> dict[str, Any]:
-    """``toolChoice``, ``maxToolRounds``, ``maxToolCalls``, ``enabledTools`` as policy fields."""
-    out: dict[str, Any] = {}
-    choice = parse_tool_choice(p.get("toolChoice"), p.path("toolChoice"))
-    if choice is not None:
-        out["choice"] = choice
-    rounds = p.opt_int("maxToolRounds", minimum=0)
-    if rounds is not None:
-        out["max_rounds"] = rounds
-    calls = p.opt_int("maxToolCalls", minimum=0)
-    if calls is not None:
-        out["max_calls"] = calls
-    enabled = p.opt_strings("enabledTools")
-    if enabled is not None:
-        out["enabled"] = frozenset(enabled)
-    return out

@@ -13,8 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from oamd.agent.entries import (
+    PROMPT,
+    RESPONSE,
+    TOOL_CALLS,
+    TOOL_OUTPUT,
+    calls_of,
+    kind_of,
+    output_of,
+    text_of,
+)
 from oamd.agent.history import History, Window
-from oamd.agent.tools import ToolOutput
 from oamd.backends.base import ChatMessage, ToolCallRequest, estimate_tokens
 
 __all__ = [
@@ -32,30 +41,26 @@ MESSAGE_OVERHEAD_TOKENS = 4
 """Tokens a chat template adds around each message (role markers), by estimate."""
 
 
-def _output_of(entry: dict[str, Any]) -> ToolOutput:
-    return ToolOutput(entry["outputKind"], entry["output"])
-
-
 def entries_to_messages(entries: Sequence[dict[str, Any]]) -> list[ChatMessage]:
     messages: list[ChatMessage] = []
     for entry in entries:
-        kind = entry["kind"]
-        if kind == "prompt":
-            messages.append(ChatMessage("user", entry["text"]))
-        elif kind == "response":
-            messages.append(ChatMessage("assistant", entry["text"]))
-        elif kind == "toolCalls":
-            calls = [ToolCallRequest(c["name"], c["arguments"], c["id"]) for c in entry["calls"]]
+        kind = kind_of(entry)
+        if kind == PROMPT:
+            messages.append(ChatMessage("user", text_of(entry)))
+        elif kind == RESPONSE:
+            messages.append(ChatMessage("assistant", text_of(entry)))
+        elif kind == TOOL_CALLS:
+            calls = [ToolCallRequest(c.name, c.arguments, c.id) for c in calls_of(entry)]
             messages.append(ChatMessage("assistant", "", tool_calls=calls))
-        elif kind == "toolOutput":
-            output = _output_of(entry)
+        elif kind == TOOL_OUTPUT:
+            out = output_of(entry)
             messages.append(
                 ChatMessage(
                     "tool",
-                    output.model_text,
-                    tool_call_id=entry["callId"],
-                    tool_name=entry["name"],
-                    output=output.value,
+                    out.output.model_text,
+                    tool_call_id=out.call_id,
+                    tool_name=out.name,
+                    output=out.output.value,
                 )
             )
     return messages
@@ -63,7 +68,7 @@ def entries_to_messages(entries: Sequence[dict[str, Any]]) -> list[ChatMessage]:
 
 def turn_starts(entries: Sequence[dict[str, Any]]) -> list[int]:
     """Indices of the entries that start a turn (each ``prompt``)."""
-    return [i for i, e in enumerate(entries) if e["kind"] == "prompt"]
+    return [i for i, e in enumerate(entries) if kind_of(e) == PROMPT]
 
 
 def message_tokens(messages: Sequence[ChatMessage]) -> int:

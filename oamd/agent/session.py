@@ -1,8 +1,9 @@
 """Sessions: an agent with its own conversation, options, tools and turn queue; and their store.
 
-A session's history is a list of entries in oamd's transcript form (``prompt``, ``toolCalls``,
-``toolOutput``, ``response``); a turn adds its entries in one step when it commits. A session
-builds its own turns' specs (``Session.turn_spec``); its options hold the turn settings whole.
+A session's history is a list of entries (``oamd.agent.entries``); a turn adds its entries in one
+step when it commits. A session runs its own turns: ``Session.respond`` builds the spec, runs the
+turn, asks the adapter's budget check and commits; ``Session.compact`` folds old turns into the
+context note. Its options hold the turn settings whole.
 What it holds (``held_bytes``) is its history and its ``footprint``: the instructions, context
 note and tools, kept by the ``set_*`` methods, and the model spec and options it was created with.
 """
@@ -10,50 +11,53 @@ note and tools, kept by the ``set_*`` methods, and the model spec and options it
 from __future__ import annotations
 
 import datetime as dt
-import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from oamd.agent.compaction import compact_history
+from oamd.agent.events import TurnEvent, TurnResult
 from oamd.agent.footprint import Footprint, json_size
-from oamd.agent.history import History
-from oamd.agent.params import Params, shown
-from oamd.agent.policy import ToolPolicy, parse_policy_overrides
-from oamd.agent.queue import TurnQueue
+from oamd.agent.history import History, entries_size
+from oamd.agent.policy import ToolPolicy
+from oamd.agent.queue import Operation, TurnQueue
+from oamd.agent.run import run_turn
 from oamd.agent.schema import CompiledSchema
 from oamd.agent.store import ObjectStore
+from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolDefinition
-from oamd.agent.turn import DEFAULT_TURN_SETTINGS, TurnSettings, TurnSpec
-from oamd.backends.base import LanguageModel, Sampling
-from oamd.errors import InvalidParams, SessionExists, SessionLimit, SessionNotFound
-from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS, MAX_ID_CHARS, MAX_SESSIONS
+from oamd.agent.turn import (
+    DEFAULT_TURN_SETTINGS,
+    NoToolExecutor,
+    ToolExecutor,
+    TurnSettings,
+    TurnSpec,
+)
+from oamd.backends.base import LanguageModel
+from oamd.errors import (
+    InvalidParams,
+    InvalidSchema,
+    SessionExists,
+    SessionLimit,
+    SessionNotFound,
+)
+from oamd.limits import DEFAULT_TOOL_TIMEOUT_SECONDS, MAX_SESSIONS
 
 __all__ = [
-    "OPTION_KEYS",
+    "RoomCheck",
     "Session",
     "SessionOptions",
     "SessionStore",
-    "check_object_id",
-    "parse_sampling",
-    "parse_session_options",
     "utc_now",
 ]
 
-OPTION_KEYS = (
-    "toolChoice",
-    "maxToolRounds",
-    "maxToolCalls",
-    "enabledTools",
-    "temperature",
-    "maxResponseTokens",
-    "sampling",
-    "toolTimeoutSeconds",
-    "trimHistory",
-    "reservedResponseTokens",
-    "maxAttempts",
-    "userLabel",
-    "assistantLabel",
-    "dedupeToolCalls",
-)
+
+RoomCheck = Callable[[int], None]
+"""The adapter's byte budget, asked before a turn commits with the bytes its entries add; it
+raises (``LimitReached``) to fail the turn, which then leaves no trace."""
+
+_COMPACTION_NO_TOOLS = NoToolExecutor("compaction offers no tools", InvalidSchema)
+"""A summary offers no tools (its error unchanged: ``InvalidSchema``)."""
 
 
 @dataclass(frozen=True)
@@ -63,92 +67,6 @@ class SessionOptions:
     """Seconds the engine has to answer a ``tool/call``; 0 = forever."""
     turn: TurnSettings = DEFAULT_TURN_SETTINGS
     """Sampling, ``maxAttempts``, trimming, the envelope labels and the dedupe rule."""
-
-
-def parse_sampling(p: Params, base: Sampling | None = None) -> Sampling:
-    """``temperature``, ``maxResponseTokens`` (or ``maximumResponseTokens``) and ``sampling``."""
-    base = base or Sampling()
-    temperature = p.opt_number("temperature", minimum=0)
-    max_tokens = p.opt_int(
-        "maxResponseTokens" if "maxResponseTokens" in p.raw else "maximumResponseTokens",
-        minimum=1,
-    )
-    raw = p.get("sampling")
-    greedy, top_k, top_p, seed = base.greedy, base.top_k, base.top_p, base.seed
-    path = p.path("sampling")
-    if raw is not None:
-        if raw == "greedy":
-            greedy, top_k, top_p, seed = True, None, None, None
-        elif isinstance(raw, dict):
-            sp = Params(raw, path)
-            if "topK" in raw:
-                top_k = sp.opt_int("topK", minimum=1)
-            elif "topP" in raw:
-                top_p = sp.opt_number("topP")
-                if top_p is not None and not 0 <= top_p <= 1:
-                    raise InvalidParams(f"'{path}.topP' must be between 0 and 1.")
-            else:
-                raise InvalidParams(f"'{path}' must contain 'topK' or 'topP'.")
-            seed = sp.opt_int("seed", minimum=0)
-            greedy = False
-        else:
-            raise InvalidParams(f'\'{path}\' must be "greedy", {{"topK": n}} or {{"topP": p}}.')
-    return Sampling(
-        temperature=base.temperature if temperature is None else temperature,
-        greedy=greedy,
-        top_k=top_k,
-        top_p=top_p,
-        seed=seed,
-        max_tokens=base.max_tokens if max_tokens is None else max_tokens,
-    )
-
-
-def parse_session_options(
-    p: Params | None, base: SessionOptions = SessionOptions()
-) -> tuple[SessionOptions, list[str]]:
-    """``options`` of ``session/create``; returns the options and unknown-key warnings."""
-    if p is None:
-        return base, []
-    warnings = p.unknown(OPTION_KEYS)
-    policy = base.policy.with_overrides(parse_policy_overrides(p))
-    turn = base.turn
-    sampling = parse_sampling(p, turn.sampling)
-    timeout = p.opt_seconds("toolTimeoutSeconds")
-    options = SessionOptions(
-        policy=policy,
-        tool_timeout=base.tool_timeout if timeout is None else timeout,
-        turn=TurnSettings(
-            sampling=sampling,
-            trim_history=p.opt_bool("trimHistory", turn.trim_history),  # type: ignore[arg-type]
-            reserved_response_tokens=p.opt_int(
-                "reservedResponseTokens", turn.reserved_response_tokens, minimum=0
-            ),  # type: ignore[arg-type]
-            max_attempts=p.opt_int("maxAttempts", turn.max_attempts, minimum=1),  # type: ignore[arg-type]
-            user_label=p.opt_string("userLabel", turn.user_label),  # type: ignore[arg-type]
-            assistant_label=p.opt_string("assistantLabel", turn.assistant_label),  # type: ignore[arg-type]
-            dedupe_tool_calls=p.opt_bool("dedupeToolCalls", turn.dedupe_tool_calls),  # type: ignore[arg-type]
-        ),
-    )
-    return options, warnings
-
-
-def check_object_id(value: Any, key: str) -> str:
-    """An id given by the client: 1–128 printable characters.
-
-    Raises:
-        InvalidParams: not a string, empty, too long, or with control/format characters.
-    """
-    if not isinstance(value, str):
-        raise InvalidParams(f"Parameter '{key}' must be a string; got {shown(value)}.")
-    if not 1 <= len(value) <= MAX_ID_CHARS or (
-        not value.isprintable() and any(_is_control(c) for c in value)
-    ):
-        raise InvalidParams(f"'{key}' must be 1-128 printable characters; got '{value}'.")
-    return value
-
-
-def _is_control(char: str) -> bool:
-    return unicodedata.category(char) in ("Cc", "Cf")
 
 
 def utc_now() -> str:
@@ -197,7 +115,7 @@ class Session:
 
     def set_tools(self, tools: list[ToolDefinition]) -> None:
         self.tools = tools
-        self.footprint.set("tools", json_size([t.to_wire() for t in tools]))
+        self.footprint.set("tools", json_size([t.definition for t in tools]))
 
     @property
     def effective_instructions(self) -> str | None:
@@ -237,6 +155,56 @@ class Session:
 
     def _show_progress(self, entries: list[dict[str, Any]]) -> None:
         self.in_progress = entries
+
+    async def respond(
+        self,
+        op: Operation,
+        prompt: str,
+        overrides: dict[str, Any],
+        schema: CompiledSchema | None,
+        *,
+        emit: Callable[[TurnEvent], None],
+        execute: ToolExecutor,
+        check_room: RoomCheck,
+        pace: Pace | None = None,
+    ) -> TurnResult:
+        """Runs one turn as the session stands now and commits it: ``check_room`` is asked
+        with the bytes the turn's entries add, then ``op`` commits and the history grows.
+        ``session/transcript`` shows the entries while the turn runs (``in_progress``).
+
+        Raises:
+            InvalidParams: ``toolChoice`` names a tool the session does not have.
+            ModelError: the turn failed. Cancelled: a cancel came before the commit.
+            LimitReached: ``check_room`` refused the entries.
+        """
+        spec = self.turn_spec(prompt, overrides, schema)
+        try:
+            result = await run_turn(spec, emit, execute, pace=pace)
+            added = entries_size(result.entries)
+            check_room(added)  # over the budget: the turn fails, leaving no trace
+            op.commit()
+            self.history.extend(result.entries, added)
+        finally:
+            self.in_progress = None
+        return result
+
+    async def compact(self, op: Operation, keep_turns: int, instructions: str | None) -> str | None:
+        """Folds all but the last ``keep_turns`` turns into a summary that becomes the context
+        note; returns it, or ``None`` (nothing to fold: nothing changes).
+
+        Raises:
+            ModelError: the summary turn failed. Cancelled: a cancel came before the commit.
+        """
+        plan = compact_history(self.history.entries, keep_turns, self.context_note, instructions)
+        if plan is None:
+            op.commit()
+            return None
+        result = await run_turn(plan.spec(self.model), lambda event: None, _COMPACTION_NO_TOOLS)
+        summary = result.text.strip()
+        op.commit()
+        self.set_context_note(summary)
+        self.history = self.history.after(plan.cut)
+        return summary
 
 
 class SessionStore(ObjectStore[Session]):

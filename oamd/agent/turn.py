@@ -21,7 +21,7 @@ from oamd.agent.policy import ToolPolicy
 from oamd.agent.schema import CompiledSchema
 from oamd.agent.tools import ToolChoice, ToolDefinition, ToolOutput
 from oamd.backends.base import LanguageModel, Sampling
-from oamd.errors import ModelError
+from oamd.errors import InvalidRequest, ModelError, OamdError
 
 __all__ = [
     "DEFAULT_TURN_SETTINGS",
@@ -29,6 +29,7 @@ __all__ = [
     "NO_TOOLS",
     "RETRIED_ERRORS",
     "RETRY_FIRST_WAIT_SECONDS",
+    "NoToolExecutor",
     "RetryPolicy",
     "ToolExecutor",
     "TurnSettings",
@@ -68,6 +69,24 @@ class ToolExecutor(Protocol):
     async def __call__(
         self, call: ToolCall, tool: ToolDefinition
     ) -> tuple[ToolOutput, Callable[[], None] | None]: ...
+
+
+class NoToolExecutor:
+    """The executor of a turn that offers no tools (a summary, a bark, a regenerated reply).
+
+    Its policy offers none, so no call reaches it; one that did would be a loop's bug, and it
+    fails the turn with ``error(reason)`` rather than run anything. Each caller keeps the error
+    it has always named (``InvalidRequest`` unless it says otherwise)."""
+
+    __slots__ = ("_error", "_reason")
+
+    def __init__(self, reason: str, error: type[OamdError] = InvalidRequest) -> None:
+        self._reason, self._error = reason, error
+
+    async def __call__(
+        self, call: ToolCall, tool: ToolDefinition
+    ) -> tuple[ToolOutput, Callable[[], None] | None]:
+        raise self._error(self._reason)
 
 
 @dataclass(frozen=True)

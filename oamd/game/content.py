@@ -1,19 +1,24 @@
-"""ContentGenerator: schema-shaped game content (items, quests, rumors, loot) in one turn."""
+"""ContentGenerator: schema-shaped game content (items, quests, rumors, loot) in one turn;
+``generate`` is the service ``content/generate`` hands a request to."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from oamd.agent.events import TurnEvent
 from oamd.agent.policy import ToolPolicy
+from oamd.agent.run import run_turn
 from oamd.agent.schema import CompiledSchema
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import TurnSpec, one_off_turn
+from oamd.agent.turn import ToolExecutor, TurnSpec, one_off_turn
 from oamd.backends.base import LanguageModel, Sampling
+from oamd.errors import ModelError
 
-__all__ = ["ContentRequest"]
+__all__ = ["ContentRequest", "generate"]
 
 DEFAULT_INSTRUCTIONS = (
     "You write content for a video game. Follow the requested format exactly. Keep text short, "
@@ -49,3 +54,20 @@ class ContentRequest:
             schema=self.schema,
             sampling=self.sampling,
         )
+
+
+async def generate(
+    request: ContentRequest,
+    model: LanguageModel,
+    emit: Callable[[TurnEvent], None],
+    execute: ToolExecutor,
+) -> Any:
+    """The content: the structured answer of one turn under the request's schema.
+
+    Raises:
+        ModelError: the turn failed, or gave no structured answer (``generation_failed``).
+    """
+    result = await run_turn(request.spec(model), emit, execute)
+    if not result.has_structured:
+        raise ModelError("generation_failed", "The model produced no structured content.")
+    return result.structured

@@ -16,18 +16,15 @@ from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.tools import ToolChoice, ToolDefinition
 from oamd.agent.turn import TurnSpec, one_off_turn
 from oamd.backends.base import LanguageModel, Sampling
-from oamd.errors import InvalidParams, LimitReached, ModelError
-from oamd.game.npc import NpcStore
+from oamd.errors import ModelError
 from oamd.game.npc_prompt import render_value, sentence, text_list
-from oamd.game.persona import Persona, parse_persona
-from oamd.limits import MAX_DECISION_OPTIONS
+from oamd.game.persona import Persona
 
 __all__ = [
+    "Choice",
     "DecisionOption",
     "DecisionRequest",
-    "actor_persona",
     "decision_schema",
-    "parse_options",
 ]
 
 DEFAULT_INSTRUCTIONS = (
@@ -39,71 +36,19 @@ ONLY_OPTION_REASON = "It is the only option."
 DEFAULT_CONFIDENCE = 50
 
 
-def actor_persona(npcs: NpcStore, actor: Any, path: str = "actor") -> Persona | None:
-    """A decision's ``actor``: a persona object, or the id of an NPC to decide as.
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What a decision chose: an option id, the reason given, a confidence from 0 to 100."""
 
-    Raises:
-        NpcNotFound: no NPC has that id. InvalidParams: an invalid persona.
-    """
-    if actor is None:
-        return None
-    if isinstance(actor, str):
-        return npcs.get(actor).persona
-    persona, _ = parse_persona(actor, path)
-    return persona
+    option_id: str
+    reasoning: str
+    confidence: int
 
 
 @dataclass(frozen=True, slots=True)
 class DecisionOption:
     id: str
     description: str = ""
-
-
-def parse_options(value: Any, path: str = "options") -> list[DecisionOption]:
-    """``[{"id", "description"?}]`` or plain id strings; ids trimmed, non-empty and unique.
-
-    Raises:
-        InvalidParams: with the reference's wording. LimitReached: more than
-            ``MAX_DECISION_OPTIONS`` options.
-    """
-    if value is None:
-        raise InvalidParams(f"Missing required parameter '{path}'.")
-    if not isinstance(value, list) or not value:
-        raise InvalidParams(
-            f'\'{path}\' must be a non-empty array of {{"id", "description"}} objects.'
-        )
-    if len(value) > MAX_DECISION_OPTIONS:
-        raise LimitReached(
-            "options",
-            MAX_DECISION_OPTIONS,
-            f"'{path}' has {len(value)} options; a decision takes at most {MAX_DECISION_OPTIONS}.",
-        )
-    options: list[DecisionOption] = []
-    seen: set[str] = set()
-    for i, raw in enumerate(value):
-        if isinstance(raw, str):
-            option_id, description = raw, ""
-        elif isinstance(raw, dict):
-            if raw.get("id") is None:
-                raise InvalidParams(f"Missing required parameter '{path}[{i}].id'.")
-            option_id = raw["id"]
-            if not isinstance(option_id, str):
-                raise InvalidParams(
-                    f"Parameter '{path}[{i}].id' must be a string; got {render_value(option_id)}."
-                )
-            description = raw.get("description") if isinstance(raw.get("description"), str) else ""
-        else:
-            raise InvalidParams(
-                f'\'{path}[{i}]\' must be an object {{"id", "description"}} or an id string.'
-            )
-        option_id = option_id.strip()
-        if not option_id:
-            raise InvalidParams(f"'{path}[{i}].id' must not be empty.")
-        if option_id in seen:
-            raise InvalidParams(f"Duplicate option id '{option_id}' in '{path}'.")
-        seen.add(option_id)
-        options.append(DecisionOption(option_id, description or ""))
-    return options
 
 
 def decision_schema(options: list[DecisionOption]) -> CompiledSchema:
@@ -192,13 +137,13 @@ class DecisionRequest:
             sampling=self.sampling,
         )
 
-    def only_option(self) -> dict[str, Any] | None:
+    def only_option(self) -> Choice | None:
         if len(self.options) != 1:
             return None
-        return {"optionID": self.options[0].id, "reasoning": ONLY_OPTION_REASON, "confidence": 100}
+        return Choice(self.options[0].id, ONLY_OPTION_REASON, 100)
 
-    def result(self, turn: TurnResult) -> dict[str, Any]:
-        """``{"optionID", "reasoning", "confidence"}`` from the model's answer.
+    def result(self, turn: TurnResult) -> Choice:
+        """The choice in the model's answer.
 
         Raises:
             ModelError: ``generation_failed`` when the choice is none of the ids.
@@ -218,8 +163,4 @@ class DecisionRequest:
         else:
             confidence = DEFAULT_CONFIDENCE
         reasoning = value.get("reasoning")
-        return {
-            "optionID": chosen,
-            "reasoning": reasoning.strip() if isinstance(reasoning, str) else "",
-            "confidence": confidence,
-        }
+        return Choice(chosen, reasoning.strip() if isinstance(reasoning, str) else "", confidence)

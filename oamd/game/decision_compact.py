@@ -29,7 +29,7 @@ from oamd.backends.base import (
     TextDelta,
     Usage,
 )
-from oamd.game.decision import DecisionRequest
+from oamd.game.decision import Choice, DecisionRequest
 from oamd.game.npc_prompt import render_value, sentence, text_list
 
 __all__ = ["decide_compact"]
@@ -81,8 +81,8 @@ async def decide_compact(
     model: Any,
     emit: Callable[[TurnEvent], None],
     execute: ToolExecutor,
-) -> tuple[dict[str, Any], TurnUsage, list[ToolRecord]]:
-    """``{"optionID", "reasoning", "confidence"}``, the usage of every step, the tool records.
+) -> tuple[Choice, TurnUsage, list[ToolRecord]]:
+    """The choice, the usage of every step, the tool records.
 
     Raises:
         ModelError: a model step failed.
@@ -118,7 +118,7 @@ async def decide_compact(
     confidence = round(100 * weights[best] / sum(weights))
     if not reasoning:
         reasoning = await _reason(model, request, messages, ids[best], usage)
-    return {"optionID": ids[best], "reasoning": reasoning, "confidence": confidence}, usage, records
+    return Choice(ids[best], reasoning, confidence), usage, records
 
 
 def _reason_sampling(request: DecisionRequest) -> Sampling:

@@ -2,7 +2,7 @@
 optional world), the names of its tools, and the store of one connection's NPCs.
 
 Rendering its prompt is ``npc_prompt``'s, its memory and world tools ``npc_tools``', running its
-turns ``npc_turns``' and its save format ``npc_save``'s. What an NPC holds (``held_bytes``) is its
+turns ``npc_turns``' (its save format is the adapters': ``oamd.methods.parse.npc_state``). What an NPC holds (``held_bytes``) is its
 history and its ``footprint``: persona, options, memory, client tool definitions and model spec,
 measured when they are set.
 """
@@ -18,19 +18,10 @@ from oamd.agent.history import History
 from oamd.agent.queue import TurnQueue
 from oamd.agent.session import utc_now
 from oamd.agent.store import ObjectStore
-from oamd.agent.tools import ToolDefinition, parse_tools, tool_count_warning
+from oamd.agent.tools import ToolDefinition
 from oamd.backends.base import LanguageModel
 from oamd.errors import InvalidParams, LimitReached, NpcExists, NpcNotFound
-from oamd.game.persona import (
-    Memory,
-    NpcOptions,
-    Persona,
-    merge_patch,
-    parse_memory,
-    parse_persona,
-    patched_options,
-    summary_size,
-)
+from oamd.game.persona import Memory, NpcOptions, Persona, summary_size
 from oamd.limits import MAX_NPCS, MAX_TOOLS
 
 __all__ = [
@@ -41,7 +32,6 @@ __all__ = [
     "NpcStore",
     "NpcUpdate",
     "check_tool_names",
-    "prepare_update",
     "tool_names",
 ]
 
@@ -76,24 +66,19 @@ class Npc:
     """Everything but the history, measured part by part (``set_memory``, ``NpcUpdate``)."""
 
     def __post_init__(self) -> None:
-        self.footprint.set("persona", json_size(self.persona.to_wire()))
-        self.footprint.set("options", json_size(self.options.to_wire()))
+        # the persona, options and memory are measured by their save form, which the adapter
+        # that made them writes (``oamd.methods.parse.npc.measure_npc``)
         self.footprint.set("tools", json_size(self.tool_definitions))
-        self.set_memory(self.memory)
 
     @property
     def held_bytes(self) -> int:
         """What the NPC holds, as JSON: its footprint and its history (not its world)."""
         return self.footprint.total + self.history.bytes
 
-    def set_memory(self, memory: Memory, growth: int | None = None) -> None:
-        """Replaces the memory; ``growth``, when the caller knows by how much its JSON grew,
-        spares measuring all of it."""
+    def set_memory(self, memory: Memory, growth: int) -> None:
+        """Replaces the memory, whose JSON is ``growth`` bytes longer than the old one's."""
         self.memory = memory
-        if growth is None:
-            self.footprint.set("memory", json_size(memory.to_wire()))
-        else:
-            self.footprint.add("memory", growth)
+        self.footprint.add("memory", growth)
 
     def set_summary(self, summary: str) -> None:
         """The memory's summary becomes ``summary`` (compaction)."""
@@ -212,42 +197,3 @@ class NpcUpdate:
         npc.tools, npc.tool_definitions = self.tools, self.tool_definitions
         for part, size in self.sizes.items():
             npc.footprint.set(part, size)
-
-
-def prepare_update(
-    npc: Npc,
-    persona_patch: dict[str, Any],
-    options_patch: dict[str, Any],
-    memory_patch: dict[str, Any],
-    tools: list[Any] | None,
-    *,
-    replace_tools: bool,
-    engine_timeout: float,
-) -> NpcUpdate:
-    """``npc/update``: merge patches over the persona, options and memory (``patched_options``
-    has the options' rules); ``tools`` replace the client tools when ``replace_tools``.
-
-    Raises:
-        InvalidParams: a merged field or a tool is invalid, or the tool names clash.
-    """
-    persona, warnings = parse_persona(merge_patch(npc.persona.to_wire(), persona_patch))
-    options, option_warnings = patched_options(npc.options, options_patch, engine_timeout)
-    memory = parse_memory(merge_patch(npc.memory.to_wire(), memory_patch))
-    client, definitions = npc.tools, npc.tool_definitions
-    if replace_tools:
-        client, tool_warnings = parse_tools(tools)
-        definitions = list(tools or [])
-        warnings += tool_warnings
-    names = tool_names(options, [t.name for t in client], npc.world is not None)
-    check_tool_names(names, options)
-    warnings += option_warnings + tool_count_warning(len(names))
-    sizes: dict[str, int] = {}  # only the parts the update touches are measured again
-    if persona_patch:
-        sizes["persona"] = json_size(persona.to_wire())
-    if options_patch:
-        sizes["options"] = json_size(options.to_wire())
-    if memory_patch:
-        sizes["memory"] = json_size(memory.to_wire())
-    if replace_tools:
-        sizes["tools"] = json_size(definitions)
-    return NpcUpdate(persona, options, memory, client, definitions, warnings, sizes)

@@ -25,9 +25,9 @@ from oamd.agent.queue import Operation
 from oamd.agent.run import run_turn
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import ToolExecutor, TurnSpec, one_off_turn
+from oamd.agent.turn import NoToolExecutor, ToolExecutor, TurnSpec, one_off_turn
 from oamd.backends.base import Sampling
-from oamd.errors import InvalidRequest, ModelError
+from oamd.errors import ModelError
 from oamd.game.npc import Npc
 from oamd.game.npc_prompt import (
     compact_instructions,
@@ -201,7 +201,7 @@ async def compact(npc: Npc, op: Operation) -> None:
             npc.model
         )
     try:
-        result = await run_turn(spec, lambda event: None, _no_tool)
+        result = await run_turn(spec, lambda event: None, _NO_TOOLS)
     except ModelError:
         return  # failures of background compaction are swallowed
     summary = result.text.strip()
@@ -237,8 +237,8 @@ def compact_summary_spec(npc: Npc) -> TurnSpec:
     )
 
 
-async def _no_tool(call: Any, tool: Any) -> Any:
-    raise InvalidRequest("no tools during compaction")
+_NO_TOOLS = NoToolExecutor("no tools during compaction")
+"""Compaction and barks offer no tools (their errors unchanged: ``InvalidRequest``)."""
 
 
 def bark_spec(npc: Npc, situation: Any) -> TurnSpec:
@@ -265,7 +265,7 @@ async def run_bark(npc: Npc, spec: TurnSpec) -> str:
     Raises:
         ModelError: the turn failed, or its line is empty.
     """
-    result = await run_turn(spec, lambda event: None, _no_tool)
+    result = await run_turn(spec, lambda event: None, _NO_TOOLS)
     first = next((ln.strip() for ln in result.text.splitlines() if ln.strip()), "")
     line = spoken_line(first, npc.persona.name)
     if not line:

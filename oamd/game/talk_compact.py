@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from oamd.agent.entries import RESPONSE, kind_of, with_text
 from oamd.agent.envelope import chat_messages, chat_window, regenerate_reply, turn_facts
 from oamd.agent.events import TurnEvent, TurnResult, TurnUsage
 from oamd.agent.history import History
@@ -138,8 +139,7 @@ async def run_compact_talk(
     # KV cache holds it; after a retry, the one without the history)
     usage = result.usage
     entries = [
-        {**entry, "text": line} if entry.get("kind") == "response" else entry
-        for entry in result.entries
+        with_text(entry, line) if kind_of(entry) == RESPONSE else entry for entry in result.entries
     ]
     said = [*_conversation(spec, result), ChatMessage("assistant", line)]
     emotion = await _emotion(npc, said, usage)

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from oamd.agent.session import check_object_id
 from oamd.agent.store import ObjectStore
 from oamd.agent.tools import ToolOutput
 from oamd.errors import LimitReached, SubscriptionNotFound, WorldExists, WorldNotFound
@@ -82,27 +81,16 @@ class WorldStore(ObjectStore[WorldState]):
 
     # ---- worlds ----------------------------------------------------------------------------
 
-    def check_id(self, world_id: str) -> None:
-        """Checks a world id the client chose.
-
-        Raises:
-            InvalidParams: not 1-128 printable characters.
-            WorldExists: the id is taken.
-        """
-        check_object_id(world_id, "world")
-        self.check_new(world_id)
-
     def create(
         self, world_id: str | None = None, state: dict[str, Any] | None = None
     ) -> WorldState:
         """A new world holding ``state`` (taken over, not copied), at version 0.
 
         Raises:
-            InvalidParams: a malformed id. WorldExists: the id is taken.
-            LimitReached: ``max_worlds`` worlds are alive.
+            WorldExists: the id is taken. LimitReached: ``max_worlds`` worlds are alive.
         """
         if world_id is not None:
-            self.check_id(world_id)
+            self.check_new(world_id)  # its form is the adapter's to check
         self.check_room()
         world = WorldState(state, id=world_id or self.new_id())
         if self.room is not None:
@@ -113,10 +101,8 @@ class WorldStore(ObjectStore[WorldState]):
         """Makes an existing world reachable under ``world.id`` (a host-shared world).
 
         Raises:
-            InvalidParams: a malformed id. WorldExists: the id is taken.
-            LimitReached: ``max_worlds`` worlds are alive.
+            WorldExists: the id is taken. LimitReached: ``max_worlds`` worlds are alive.
         """
-        check_object_id(world.id, "world")
         super().add(world)
         world.observer = _observer(weakref.ref(self), world.id)
         world.room = self.room  # kept after world/delete: NPCs holding it still count it

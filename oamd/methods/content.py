@@ -1,16 +1,18 @@
-"""``content/generate`` (§6): schema-shaped content, concurrent (a one-off turn)."""
+"""``content/generate`` (§6): the adapter of the content service (``oamd.game.content``),
+concurrent (a one-off turn)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from oamd.agent.params import Params
-from oamd.agent.run import run_turn
-from oamd.agent.session import parse_sampling
-from oamd.agent.tools import parse_tools
-from oamd.errors import InvalidParams, ModelError
+from oamd.errors import InvalidParams
+from oamd.game import content
 from oamd.game.content import ContentRequest
 from oamd.methods.driver import TurnDriver
+from oamd.methods.parse.models import resolve_model
+from oamd.methods.parse.params import Params
+from oamd.methods.parse.session import parse_sampling
+from oamd.methods.parse.tools import parse_tools
 from oamd.methods.state import BridgeState
 from oamd.methods.validate import compile_param_schema
 from oamd.rpc import Deferred, Registry, Request
@@ -49,7 +51,7 @@ def generate(req: Request) -> Deferred:
         tools=tools,
         sampling=parse_sampling(p),
     )
-    model, _ = state.config.models.resolve(p.get("model"), use=(req.method, req.id))
+    model, _ = resolve_model(state.config.models, p.get("model"), use=(req.method, req.id))
     driver = TurnDriver(
         req.conn,
         {},
@@ -59,10 +61,9 @@ def generate(req: Request) -> Deferred:
     )
 
     async def work() -> dict[str, Any]:
-        result = await run_turn(request.spec(model), driver.emit, driver.execute)
-        if not result.has_structured:
-            raise ModelError("generation_failed", "The model produced no structured content.")
-        out: dict[str, Any] = {"content": result.structured}
+        out: dict[str, Any] = {
+            "content": await content.generate(request, model, driver.emit, driver.execute)
+        }
         if warnings:
             out["warnings"] = warnings
         return out

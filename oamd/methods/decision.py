@@ -1,22 +1,23 @@
-"""``decision/decide`` and ``decision/decideMany`` (§6): enum-constrained choices, concurrent."""
+"""``decision/decide`` and ``decision/decideMany`` (§6): the adapters of the decision service
+(``oamd.game.decide``): params read in the reference's order, results written for the wire."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import anyio
-
-from oamd.agent.events import TurnUsage
-from oamd.agent.params import Params
-from oamd.agent.run import run_turn
-from oamd.agent.session import parse_sampling
-from oamd.agent.tools import parse_tool_choice, parse_tools
-from oamd.errors import InvalidParams, LimitReached, ModelError
-from oamd.game.decision import DecisionRequest, actor_persona, parse_options
-from oamd.game.decision_compact import decide_compact
+from oamd.errors import InvalidParams, LimitReached
+from oamd.game.decide import Decision, DecisionJob
+from oamd.game.decide import decide as decide_one
+from oamd.game.decide import decide_many as decide_many_service
+from oamd.game.decision import DecisionRequest
 from oamd.limits import MAX_DECISION_CONCURRENCY, MAX_DECISIONS
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_record, encode_usage
+from oamd.methods.parse.decision import actor_persona, parse_options
+from oamd.methods.parse.models import resolve_model
+from oamd.methods.parse.params import Params
+from oamd.methods.parse.session import parse_sampling
+from oamd.methods.parse.tools import parse_tool_choice, parse_tools
 from oamd.methods.state import BridgeState
 from oamd.rpc import Deferred, Registry, Request, Result, to_wire_error
 
@@ -67,6 +68,9 @@ def _parse(
     actor = actor_persona(state.npcs, p.get("actor"), p.path("actor"))
     settings = engine  # decide: its own params; decideMany: the shared engine settings
     timeout = settings.opt_seconds("toolTimeoutSeconds")
+    instructions = settings.opt_string("instructions")
+    sampling = parse_sampling(settings)
+    rounds = settings.opt_int("maxToolRounds", minimum=0)
     request = DecisionRequest(
         situation=situation,
         options=options,
@@ -74,9 +78,9 @@ def _parse(
         context=p.get("context"),
         tools=tools,
         fallback_option=fallback,
-        instructions=settings.opt_string("instructions"),
-        sampling=parse_sampling(settings),
-        max_tool_rounds=settings.opt_int("maxToolRounds", 2, minimum=0),  # type: ignore[arg-type]
+        instructions=instructions,
+        sampling=sampling,
+        max_tool_rounds=2 if rounds is None else rounds,
         tool_timeout=state.config.tool_timeout if timeout is None else timeout,
     )
     if choice is not None:
@@ -84,41 +88,16 @@ def _parse(
     return request, model, warnings
 
 
-async def _decide(
-    request: DecisionRequest, model: Any, driver: TurnDriver, warnings: list[str]
-) -> dict[str, Any]:
-    usage = TurnUsage()
-    records: list[Any] = []
-    only = request.only_option()
-    if only is not None:
-        out, fallback = only, False
-    else:
-        try:
-            await model.settle_capabilities()
-            capabilities = model.capabilities
-            if capabilities.compact_prompts and capabilities.scores_text:
-                out, usage, records = await decide_compact(
-                    request, model, driver.emit, driver.execute
-                )
-                turn = None
-            else:
-                turn = await run_turn(request.spec(model), driver.emit, driver.execute)
-        except ModelError as exc:
-            if request.fallback_option is None or exc.name not in (
-                "guardrail_violation",
-                "refusal",
-            ):
-                raise
-            out = {"optionID": request.fallback_option, "reasoning": "", "confidence": 0}
-            fallback = True
-        else:
-            if turn is not None:
-                out = request.result(turn)
-                usage, records = turn.usage, turn.records
-            fallback = False
-    out["toolCalls"] = [encode_record(r) for r in records]
-    out["usage"] = encode_usage(usage)
-    out["isFallback"] = fallback
+def _encode(decision: Decision, warnings: list[str]) -> dict[str, Any]:
+    choice = decision.choice
+    out: dict[str, Any] = {
+        "optionID": choice.option_id,
+        "reasoning": choice.reasoning,
+        "confidence": choice.confidence,
+        "toolCalls": [encode_record(r) for r in decision.records],
+        "usage": encode_usage(decision.usage),
+        "isFallback": decision.is_fallback,
+    }
     if warnings:
         out["warnings"] = warnings
     return out
@@ -128,7 +107,7 @@ def decide(req: Request) -> Result | Deferred:
     state: BridgeState = req.state
     p = Params(req.params)
     warnings = p.unknown(DECIDE_KEYS)
-    model, _ = state.config.models.resolve(p.get("model"), use=(req.method, req.id))
+    model, _ = resolve_model(state.config.models, p.get("model"), use=(req.method, req.id))
     request, model, tool_warnings = _parse(state, p, p, model)
     warnings += tool_warnings
     driver = TurnDriver(
@@ -139,7 +118,11 @@ def decide(req: Request) -> Result | Deferred:
         default_timeout=request.tool_timeout,
         cancel_reason=DECISION_CANCEL_REASON,
     )
-    return Deferred(lambda: _decide(request, model, driver, warnings))
+
+    async def work() -> dict[str, Any]:
+        return _encode(await decide_one(request, model, driver.emit, driver.execute), warnings)
+
+    return Deferred(work)
 
 
 def decide_many(req: Request) -> Deferred:
@@ -161,8 +144,8 @@ def decide_many(req: Request) -> Deferred:
     limit = p.opt_int("maxConcurrency", DEFAULT_MAX_CONCURRENCY, minimum=1)
     workers = min(limit or DEFAULT_MAX_CONCURRENCY, MAX_DECISION_CONCURRENCY, len(raw))
     # one model (one script) for all
-    model, _ = state.config.models.resolve(p.get("model"), use=(req.method, req.id))
-    parsed = []
+    model, _ = resolve_model(state.config.models, p.get("model"), use=(req.method, req.id))
+    jobs: list[DecisionJob] = []
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
             raise InvalidParams(f"'requests[{i}]' must be an object.")
@@ -177,23 +160,13 @@ def decide_many(req: Request) -> Deferred:
             cancel_reason=DECISION_CANCEL_REASON,
         )
         warnings += ip.unknown(DECISION_KEYS) + [f"requests[{i}]: {w}" for w in item_warnings]
-        parsed.append((request, model, driver, []))
+        jobs.append(DecisionJob(request, model, driver.emit, driver.execute))
 
     async def work() -> dict[str, Any]:
-        results: list[Any] = [None] * len(parsed)
-        indices = iter(range(len(parsed)))
-
-        async def worker() -> None:  # a few workers take the decisions in order: no task waits
-            for i in indices:
-                request, model, driver, item_warnings = parsed[i]
-                try:
-                    results[i] = await _decide(request, model, driver, item_warnings)
-                except Exception as exc:  # one failed decision must not affect the others
-                    results[i] = {"error": to_wire_error(exc)}
-
-        async with anyio.create_task_group() as tg:
-            for _ in range(workers):
-                tg.start_soon(worker)
+        results = [
+            {"error": to_wire_error(r)} if isinstance(r, Exception) else _encode(r, [])
+            for r in await decide_many_service(jobs, workers)
+        ]
         out: dict[str, Any] = {"results": results}
         if warnings:
             out["warnings"] = warnings

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import orjson
 
 from oamd.agent.events import ToolCall, TurnEvent
 from oamd.agent.tools import ToolDefinition, ToolOutput
@@ -24,6 +25,24 @@ from oamd.rpc import Connection
 __all__ = ["TurnDriver", "format_duration"]
 
 TURN_ENDED_REASON = "The turn ended before the tool finished."
+
+
+def tool_output(result: Any, error: Any) -> ToolOutput:
+    """Every reply form of ``tool/call`` (§7): ``{"output"}``, ``isError``, a JSON-RPC error,
+    or a lenient result without ``output`` (the whole result is the output)."""
+    if error is not None:
+        message = error.get("message") if isinstance(error, dict) else None
+        return ToolOutput.error(message if isinstance(message, str) else "Unknown error")
+    if isinstance(result, dict) and "output" in result:
+        output = result["output"]
+        if result.get("isError") is True:
+            return ToolOutput.error(
+                output if isinstance(output, str) else orjson.dumps(output).decode()
+            )
+        return ToolOutput.text(output) if isinstance(output, str) else ToolOutput.json(output)
+    if isinstance(result, str):
+        return ToolOutput.text(result)
+    return ToolOutput.json(result)
 
 
 def format_duration(seconds: float) -> str:
@@ -93,7 +112,7 @@ class TurnDriver:
         try:
             with anyio.move_on_after(timeout if timeout > 0 else math.inf):
                 reply = await pending.wait()
-                return ToolOutput.from_reply(reply.result, reply.error), None
+                return tool_output(reply.result, reply.error), None
         except BaseException:
             if pending.reply is None:
                 pending.abandon()

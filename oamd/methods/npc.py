@@ -8,13 +8,9 @@ from typing import Any
 from oamd.agent.events import ToolCompleted, ToolStarted
 from oamd.agent.footprint import json_size
 from oamd.agent.history import History
-from oamd.agent.params import Params
 from oamd.agent.queue import Operation
-from oamd.agent.session import check_object_id
-from oamd.agent.tools import parse_tool_choice, parse_tools, tool_count_warning
 from oamd.errors import InvalidParams, OamdError
-from oamd.game.npc import Npc, check_tool_names, prepare_update, tool_names
-from oamd.game.npc_save import read_save, restore_history, save_npc
+from oamd.game.npc import Npc, check_tool_names, tool_names
 from oamd.game.npc_turns import (
     bark_spec,
     compact,
@@ -24,12 +20,24 @@ from oamd.game.npc_turns import (
     warm,
     warm_next,
 )
-from oamd.game.persona import NpcOptions, parse_memory, parse_npc_options, parse_persona
+from oamd.game.persona import Memory, NpcOptions
 from oamd.game.talk import LineTracker, TalkOutcome
 from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_call, encode_record, encode_usage
 from oamd.methods.model_warning import system_model_warnings
+from oamd.methods.parse.models import resolve_model
+from oamd.methods.parse.npc import (
+    measure_npc,
+    memory_to_wire,
+    parse_memory,
+    parse_npc_options,
+    parse_persona,
+    read_update,
+)
+from oamd.methods.parse.npc_state import read_save, restore_history, save_npc
+from oamd.methods.parse.params import Params, check_object_id
+from oamd.methods.parse.tools import parse_tool_choice, parse_tools, tool_count_warning
 from oamd.methods.state import BridgeState
 from oamd.methods.world import world_store
 from oamd.rpc import Deferred, Registry, Request, Result
@@ -71,7 +79,7 @@ def _build(
     options, option_warnings = parse_npc_options(options_raw, base, options_path)
     if world is not None and not isinstance(world, str):
         raise InvalidParams(f"Parameter 'world' must be a string; got {world!r}.")
-    model, model_name = state.config.models.resolve(model_raw, use=(req.method, req.id))
+    model, model_name = resolve_model(state.config.models, model_raw, use=(req.method, req.id))
     tools, tool_warnings = parse_tools(tools_raw, tools_path)
     world_state = world_store(req).get(world) if world is not None else None
     warnings += persona_warnings + option_warnings + tool_warnings
@@ -85,6 +93,7 @@ def _build(
         npc_id, persona, options, memory, tools, list(tools_raw or []), world, model, model_name
     )
     npc.world_state = world_state
+    measure_npc(npc)
     npc.footprint.set("model", json_size(model_raw))  # a scripted model's steps
     return npc
 
@@ -283,7 +292,7 @@ def update(req: Request) -> Deferred:
     check_room(state, size)
 
     async def work(op: Operation) -> dict[str, Any]:
-        change = prepare_update(
+        change = read_update(
             npc,
             p.get("persona") or {},
             p.get("options") or {},
@@ -308,7 +317,8 @@ def reset(req: Request) -> Deferred:
         op.commit()
         npc.history = History()
         if clear_memory:
-            npc.set_memory(parse_memory(None))
+            fresh = Memory()
+            npc.set_memory(fresh, npc.footprint.growth("memory", json_size(memory_to_wire(fresh))))
         return {"npc": npc.id}
 
     return Deferred(npc.queue.schedule(work))

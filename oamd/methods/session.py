@@ -1,25 +1,28 @@
-"""``session/*`` (§5): thin adapters from params to sessions, turns and their wire results."""
+"""``session/*`` (§5): the adapters of sessions: each reads its params in the reference's order
+(``oamd.methods.parse``), holds them against the connection's byte budget while queued, hands
+the typed values to the ``Session`` (``respond``, ``compact``, the ``set_*`` methods) inside its
+queue, and writes the wire result (``oamd.methods.encode``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from oamd.agent.compaction import compact_history
 from oamd.agent.envelope import warm_up
-from oamd.agent.history import History, entries_size
-from oamd.agent.params import Params
-from oamd.agent.policy import parse_policy_overrides
+from oamd.agent.history import History
 from oamd.agent.queue import Operation
-from oamd.agent.run import run_turn
-from oamd.agent.session import Session, SessionOptions, check_object_id, parse_session_options
-from oamd.agent.tools import RESPOND_DIRECTLY, parse_tools, tool_count_warning
-from oamd.agent.transcript import export_transcript, import_transcript
-from oamd.errors import InvalidParams, InvalidRequest, InvalidSchema, LimitReached, OamdError
+from oamd.agent.session import Session, SessionOptions
+from oamd.agent.tools import RESPOND_DIRECTLY
+from oamd.errors import InvalidParams, InvalidRequest, LimitReached, OamdError
 from oamd.limits import MAX_TOOLS
 from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_turn
 from oamd.methods.model_warning import system_model_warnings
+from oamd.methods.parse.models import resolve_model
+from oamd.methods.parse.params import Params, check_object_id
+from oamd.methods.parse.session import parse_policy_overrides, parse_session_options
+from oamd.methods.parse.tools import parse_tools, tool_count_warning
+from oamd.methods.parse.transcript import export_transcript, import_transcript
 from oamd.methods.state import BridgeState
 from oamd.methods.validate import compile_param_schema
 from oamd.rpc import Deferred, Registry, Request, Result
@@ -87,7 +90,7 @@ def create(req: Request) -> Result:
             f"'options.toolChoice' names tool '{choice.name}', which is not in 'tools'."
         )
     warnings += tool_count_warning(len(tools))
-    model, model_name = state.config.models.resolve(p.get("model"), use=(req.method, req.id))
+    model, model_name = resolve_model(state.config.models, p.get("model"), use=(req.method, req.id))
     warnings += system_model_warnings(model, model_name)
     if any(t.name == RESPOND_DIRECTLY for t in tools):
         raise InvalidRequest(f"'{RESPOND_DIRECTLY}' is reserved for ToolChoice.explicit.")
@@ -149,16 +152,20 @@ def respond(req: Request) -> Deferred:
         default_timeout=session.options.tool_timeout,
     )
 
+    def room(added: int) -> None:
+        check_room(state, added - size)  # the params it held become the entries it keeps
+
     async def work(op: Operation) -> dict[str, Any]:
-        spec = session.turn_spec(prompt, overrides, schema)
-        try:
-            result = await run_turn(spec, driver.emit, driver.execute, pace=driver.pace)
-            added = entries_size(result.entries)
-            check_room(state, added - size)  # over the budget: the turn fails, leaving no trace
-            op.commit()
-            session.history.extend(result.entries, added)
-        finally:
-            session.in_progress = None
+        result = await session.respond(
+            op,
+            prompt,
+            overrides,
+            schema,
+            emit=driver.emit,
+            execute=driver.execute,
+            check_room=room,
+            pace=driver.pace,
+        )
         return encode_turn(session.id, result, warnings)
 
     return Deferred(held(state, size, session.queue.schedule(work)))
@@ -206,7 +213,7 @@ def transcript(req: Request) -> Result:
             "transcript": export_transcript(
                 s.instructions,
                 s.context_note,
-                [t.to_wire() for t in s.tools],
+                [t.definition for t in s.tools],
                 [*s.history.entries, *(s.in_progress or ())],  # a running turn shows its progress
             ),
         }
@@ -282,24 +289,10 @@ def compact(req: Request) -> Deferred:
     check_room(state, size)
 
     async def work(op: Operation) -> dict[str, Any]:
-        plan = compact_history(
-            session.history.entries, keep or 0, session.context_note, instructions
-        )
-        if plan is None:
-            op.commit()
-            return {"session": session.id, "summary": None}
-        result = await run_turn(plan.spec(session.model), lambda event: None, _no_tools)
-        summary = result.text.strip()
-        op.commit()
-        session.set_context_note(summary)
-        session.history = session.history.after(plan.cut)
+        summary = await session.compact(op, keep or 0, instructions)
         return {"session": session.id, "summary": summary}
 
     return Deferred(held(state, size, session.queue.schedule(work)))
-
-
-async def _no_tools(call: Any, tool: Any) -> Any:
-    raise InvalidSchema("compaction offers no tools")
 
 
 def register(registry: Registry) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 
 import anyio
 
-from oamd.agent.params import Params
 from oamd.errors import InvalidParams
+from oamd.methods.parse.params import Params
 from oamd.methods.state import BridgeState
 from oamd.rpc import Deferred, Registry, Request, Result
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from oamd.agent.params import Params
 from oamd.errors import InvalidParams
 from oamd.game.world import Change, WorldState
 from oamd.game.world_store import Subscription, WorldStore
+from oamd.methods.parse.params import Params, check_object_id
 from oamd.rpc import Registry, Request, Result
 
 __all__ = ["encode_change", "register", "world_store"]
@@ -65,7 +65,8 @@ def create(req: Request) -> Result:
     p = Params(req.params)
     world_id = p.opt_string("world")
     if world_id is not None:
-        store.check_id(world_id)
+        check_object_id(world_id, "world")
+        store.check_new(world_id)
     state = req.params.get("state")
     if state is not None and not isinstance(state, dict):
         raise InvalidParams("'state' must be a JSON object (the world root).")

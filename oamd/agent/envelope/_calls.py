@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from oamd.agent.entries import CallEntry, tool_calls_entry, tool_output_entry
 from oamd.agent.envelope._parser import call_key
 from oamd.agent.envelope._prompt import Labels, tool_line
 from oamd.agent.events import ToolCall, ToolCompleted, ToolRecord, ToolStarted, TurnEvent
@@ -67,12 +68,7 @@ class TurnCalls:
 
     def _open(self, tool: ToolDefinition, arguments: dict[str, Any]) -> ToolCall:
         call = ToolCall(new_call_id(), tool.name, arguments)
-        self.entries.append(
-            {
-                "kind": "toolCalls",
-                "calls": [{"id": call.id, "name": call.name, "arguments": arguments}],
-            }
-        )
+        self.entries.append(tool_calls_entry([CallEntry(call.id, call.name, arguments)]))
         return call
 
     def _record(
@@ -84,15 +80,7 @@ class TurnCalls:
     ) -> None:
         record = ToolRecord(call, output, round(duration, 3))
         self.records.append(record)
-        self.entries.append(
-            {
-                "kind": "toolOutput",
-                "callId": call.id,
-                "name": call.name,
-                "outputKind": output.kind,
-                "output": output.value,
-            }
-        )
+        self.entries.append(tool_output_entry(call.id, call.name, output.kind, output.value))
         self.lines.append(tool_line(call.name, call.arguments, output))
         self.outputs.append(output.model_text)
         self._emit(ToolCompleted(record))

@@ -23,6 +23,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from oamd.agent.entries import (
+    PROMPT,
+    RESPONSE,
+    TOOL_CALLS,
+    TOOL_OUTPUT,
+    calls_of,
+    kind_of,
+    output_of,
+    text_of,
+)
 from oamd.agent.envelope._prompt import MAX_TOOL_OUTPUT_CHARS, Labels
 from oamd.agent.history import History, Window
 from oamd.agent.tools import ToolDefinition, ToolOutput
@@ -86,19 +96,19 @@ def turn_facts(entries: Sequence[dict[str, Any]]) -> list[str]:
     arguments: dict[str, dict[str, Any]] = {}
     facts: list[str] = []
     for entry in entries:
-        kind = entry.get("kind")
-        if kind == "toolCalls":
-            for call in entry["calls"]:
-                arguments[call["id"]] = call["arguments"]
-        elif kind == "toolOutput":
-            output = ToolOutput(entry["outputKind"], entry["output"])
-            facts.append(fact_line(entry["name"], arguments.get(entry["callId"], {}), output))
+        kind = kind_of(entry)
+        if kind == TOOL_CALLS:
+            for call in calls_of(entry):
+                arguments[call.id] = call.arguments
+        elif kind == TOOL_OUTPUT:
+            out = output_of(entry)
+            facts.append(fact_line(out.name, arguments.get(out.call_id, {}), out.output))
     return facts
 
 
 def _turn_messages(entries: Sequence[dict[str, Any]]) -> tuple[list[ChatMessage], int]:
-    prompt = next((e["text"] for e in entries if e.get("kind") == "prompt"), "")
-    reply = next((e["text"] for e in reversed(entries) if e.get("kind") == "response"), "")
+    prompt = next((text_of(e) for e in entries if kind_of(e) == PROMPT), "")
+    reply = next((text_of(e) for e in reversed(entries) if kind_of(e) == RESPONSE), "")
     messages = []
     text = user_text(prompt, turn_facts(entries))
     if text:

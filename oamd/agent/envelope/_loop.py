@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import orjson
 
+from oamd.agent.entries import RESPONSE, kind_of, prompt_entry, response_entry
 from oamd.agent.envelope._calls import TurnCalls
 from oamd.agent.envelope._compact import (
     channel_candidates,
@@ -68,7 +69,7 @@ from oamd.agent.events import (
 )
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolDefinition
-from oamd.agent.turn import ToolExecutor, TurnSpec
+from oamd.agent.turn import NoToolExecutor, ToolExecutor, TurnSpec
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -173,8 +174,8 @@ async def regenerate_reply(
         ModelError: the model failed the step after its retries.
     """
     settings = replace(spec.settings, sampling=sampling)
-    turn = _EnvelopeTurn(replace(spec, settings=settings), emit, _no_tool, sleep, pace)
-    turn.entries[:] = [entry for entry in result.entries if entry.get("kind") != "response"]
+    turn = _EnvelopeTurn(replace(spec, settings=settings), emit, _REGENERATE_NO_TOOLS, sleep, pace)
+    turn.entries[:] = [entry for entry in result.entries if kind_of(entry) != RESPONSE]
     turn.calls.records[:] = result.records
     turn.steps[:] = result.steps
     turn.usage = replace(result.usage)
@@ -182,8 +183,7 @@ async def regenerate_reply(
     return await turn._respond_step()
 
 
-async def _no_tool(call: Any, tool: Any) -> Any:
-    raise InvalidRequest("a regenerated reply calls no tools")
+_REGENERATE_NO_TOOLS = NoToolExecutor("a regenerated reply calls no tools")
 
 
 class _EnvelopeTurn:
@@ -213,7 +213,7 @@ class _EnvelopeTurn:
         )
         self.by_name = {t.name: t for t in spec.tools}
         self.constrained = spec.model.capabilities.constrained_json
-        self.entries: list[dict[str, Any]] = [{"kind": "prompt", "text": spec.prompt}]
+        self.entries: list[dict[str, Any]] = [prompt_entry(spec.prompt)]
         if spec.watch is not None:
             spec.watch(self.entries)
         self.calls = TurnCalls(self.entries, spec.carried_records, self.labels, emit, execute)
@@ -412,7 +412,7 @@ class _EnvelopeTurn:
         if self.compact and cap and self.usage.output_tokens - output_before >= cap:
             text = whole_sentences(text)  # cut by the output limit: end at its last sentence
         self.display.finish(text)
-        self.entries.append({"kind": "response", "text": text})
+        self.entries.append(response_entry(text))
         return self._result(text)
 
     async def _structured_step(self) -> TurnResult:
@@ -438,9 +438,7 @@ class _EnvelopeTurn:
                 if not problems:
                     self.emit(PartialValue(ordered))
                     compact = orjson.dumps(ordered).decode()
-                    self.entries.append(
-                        {"kind": "response", "text": compact, "structured": ordered}
-                    )
+                    self.entries.append(response_entry(compact, ordered))
                     return self._result(compact, ordered, True)
                 problem = f"the JSON does not match the required form: {join_problems(problems)}"
             else:
@@ -476,7 +474,7 @@ class _EnvelopeTurn:
             )
         self.emit(PartialValue(ordered))
         compact = orjson.dumps(ordered).decode()
-        self.entries.append({"kind": "response", "text": compact, "structured": ordered})
+        self.entries.append(response_entry(compact, ordered))
         return self._result(compact, ordered, True)
 
     # ---- model steps ---------------------------------------------------------------------------

@@ -20,6 +20,18 @@ from typing import Any
 
 import orjson
 
+from oamd.agent.entries import (
+    PROMPT,
+    RESPONSE,
+    TOOL_CALLS,
+    TOOL_OUTPUT,
+    calls_of,
+    has_structured,
+    kind_of,
+    output_of,
+    structured_of,
+    text_of,
+)
 from oamd.agent.history import History, Window
 from oamd.agent.schema import envelope_example, render_fields, render_inline
 from oamd.agent.tools import ToolDefinition, ToolOutput
@@ -129,22 +141,22 @@ def entry_lines(entries: Sequence[dict[str, Any]], labels: Labels) -> list[str]:
     arguments: dict[str, dict[str, Any]] = {}
     lines: list[str] = []
     for entry in entries:
-        kind = entry.get("kind")
-        if kind == "prompt":
-            lines.append(f"{labels.user}: {entry['text'].strip()}")
-        elif kind == "response":
+        kind = kind_of(entry)
+        if kind == PROMPT:
+            lines.append(f"{labels.user}: {text_of(entry).strip()}")
+        elif kind == RESPONSE:
             shown = (
-                _structured_line(entry["structured"])
-                if "structured" in entry
-                else entry["text"].strip()
+                _structured_line(structured_of(entry))
+                if has_structured(entry)
+                else text_of(entry).strip()
             )
             lines.append(f"{labels.assistant}: {shown}")
-        elif kind == "toolCalls":
-            for call in entry["calls"]:
-                arguments[call["id"]] = call["arguments"]
-        elif kind == "toolOutput":
-            output = ToolOutput(entry["outputKind"], entry["output"])
-            lines.append(tool_line(entry["name"], arguments.get(entry["callId"], {}), output))
+        elif kind == TOOL_CALLS:
+            for call in calls_of(entry):
+                arguments[call.id] = call.arguments
+        elif kind == TOOL_OUTPUT:
+            out = output_of(entry)
+            lines.append(tool_line(out.name, arguments.get(out.call_id, {}), out.output))
     return lines
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from oamd.agent.entries import RESPONSE, kind_of
 from oamd.agent.history import History
 from oamd.agent.prompt import turn_starts
-from oamd.agent.transcript import export_transcript, import_transcript
 from oamd.errors import InvalidParams
 from oamd.game.npc import Npc
+from oamd.methods.parse.npc import memory_to_wire, options_to_wire, persona_to_wire
+from oamd.methods.parse.transcript import export_transcript, import_transcript
 
 __all__ = ["STATE_VERSION", "read_save", "restore_history", "save_npc"]
 
@@ -22,7 +24,7 @@ STATE_VERSION = 1
 
 def _complete_turns(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     starts = turn_starts(entries)
-    if starts and entries[-1]["kind"] != "response":
+    if starts and kind_of(entries[-1]) != RESPONSE:
         return entries[: starts[-1]]  # a trailing unanswered prompt is not saved
     return entries
 
@@ -31,11 +33,11 @@ def save_npc(npc: Npc) -> dict[str, Any]:
     """The NPC as a save, in the reference's key order."""
     return {
         "version": STATE_VERSION,
-        "persona": npc.persona.to_wire(),
-        "memory": npc.memory.to_wire(),
+        "persona": persona_to_wire(npc.persona),
+        "memory": memory_to_wire(npc.memory),
         "transcript": export_transcript(None, None, [], _complete_turns(npc.history.entries)),
         "npc": npc.id,
-        "options": npc.options.to_wire(),
+        "options": options_to_wire(npc.options),
         "tools": npc.tool_definitions,
         "world": npc.world,
     }

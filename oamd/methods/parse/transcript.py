@@ -14,6 +14,17 @@ from typing import Any
 
 import orjson
 
+from oamd.agent.entries import (
+    TOOL_OUTPUT,
+    CallEntry,
+    call_json,
+    kind_of,
+    output_of,
+    prompt_entry,
+    response_entry,
+    tool_calls_entry,
+    tool_output_entry,
+)
 from oamd.errors import InvalidParams
 from oamd.jsonvalue import JsonTextError, loads_embedded
 
@@ -24,16 +35,16 @@ VERSION = "1.0"
 
 
 def _export_entry(entry: dict[str, Any]) -> dict[str, Any]:
-    kind = entry["kind"]
-    if kind == "toolOutput":
+    if kind_of(entry) == TOOL_OUTPUT:
+        out = output_of(entry)
         return {
-            "kind": kind,
-            "callId": entry["callId"],
-            "name": entry["name"],
-            "output": entry["output"],
-            "isError": entry["outputKind"] == "error",
+            "kind": TOOL_OUTPUT,
+            "callId": out.call_id,
+            "name": out.name,
+            "output": out.output.value,
+            "isError": out.output.is_error,
         }
-    return dict(entry)
+    return dict(entry)  # prompts, calls and responses are exported as they are stored
 
 
 def export_transcript(
@@ -76,13 +87,7 @@ def _output_entry(call_id: str, name: str, output: Any, is_error: bool) -> dict[
         kind, value = "error", output if isinstance(output, str) else orjson.dumps(output).decode()
     else:
         kind, value = ("text" if isinstance(output, str) else "json"), output
-    return {
-        "kind": "toolOutput",
-        "callId": call_id,
-        "name": name,
-        "outputKind": kind,
-        "output": value,
-    }
+    return tool_output_entry(call_id, name, kind, value)
 
 
 def _import_oamd(inner: dict[str, Any]) -> RestoredTranscript:
@@ -92,28 +97,24 @@ def _import_oamd(inner: dict[str, Any]) -> RestoredTranscript:
             raise _bad(f"entries[{i}] must be an object")
         kind = raw.get("kind")
         if kind == "prompt":
-            entries.append({"kind": "prompt", "text": _text(raw.get("text"), f"entries[{i}].text")})
+            entries.append(prompt_entry(_text(raw.get("text"), f"entries[{i}].text")))
         elif kind == "response":
-            entry = {"kind": "response", "text": _text(raw.get("text"), f"entries[{i}].text")}
+            text = _text(raw.get("text"), f"entries[{i}].text")
             if "structured" in raw:
-                entry["structured"] = raw["structured"]
-            entries.append(entry)
+                entries.append(response_entry(text, raw["structured"]))
+            else:
+                entries.append(response_entry(text))
         elif kind == "toolCalls":
             calls = raw.get("calls")
             if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
                 raise _bad(f"entries[{i}].calls must be an array of calls")
             entries.append(
-                {
-                    "kind": "toolCalls",
-                    "calls": [
-                        {
-                            "id": str(c.get("id", "")),
-                            "name": str(c.get("name", "")),
-                            "arguments": c.get("arguments") or {},
-                        }
-                        for c in calls
-                    ],
-                }
+                tool_calls_entry(
+                    CallEntry(
+                        str(c.get("id", "")), str(c.get("name", "")), c.get("arguments") or {}
+                    )
+                    for c in calls
+                )
             )
         elif kind == "toolOutput":
             entries.append(
@@ -136,12 +137,12 @@ def _import_oamd(inner: dict[str, Any]) -> RestoredTranscript:
 
 def _import_android(inner: dict[str, Any]) -> RestoredTranscript:
     entries: list[dict[str, Any]] = []
-    pending_calls: list[dict[str, Any]] = []
+    pending_calls: list[CallEntry] = []
     pending_outputs: list[dict[str, Any]] = []
 
     def flush() -> None:
         if pending_calls:
-            entries.append({"kind": "toolCalls", "calls": list(pending_calls)})
+            entries.append(tool_calls_entry(pending_calls))
             entries.extend(pending_outputs)
             pending_calls.clear()
             pending_outputs.clear()
@@ -153,40 +154,33 @@ def _import_android(inner: dict[str, Any]) -> RestoredTranscript:
         if kind == "toolUse":
             call = raw.get("call") or {}
             output = raw.get("output") or {}
-            call_json = {
-                "id": str(call.get("id", "")),
-                "name": str(call.get("name", "")),
-                "arguments": call.get("arguments") or {},
-            }
-            pending_calls.append(call_json)
+            used = CallEntry(
+                str(call.get("id", "")), str(call.get("name", "")), call.get("arguments") or {}
+            )
+            pending_calls.append(used)
             otype = output.get("type")
             if otype == "error":
                 pending_outputs.append(
-                    _output_entry(
-                        call_json["id"], call_json["name"], output.get("message", ""), True
-                    )
+                    _output_entry(used.id, used.name, output.get("message", ""), True)
                 )
             elif otype == "json":
                 pending_outputs.append(
-                    _output_entry(call_json["id"], call_json["name"], output.get("value"), False)
+                    _output_entry(used.id, used.name, output.get("value"), False)
                 )
             else:
                 pending_outputs.append(
-                    _output_entry(
-                        call_json["id"], call_json["name"], str(output.get("text", "")), False
-                    )
+                    _output_entry(used.id, used.name, str(output.get("text", "")), False)
                 )
             continue
         flush()
         if kind == "prompt":
-            entries.append(
-                {"kind": "prompt", "text": _text(raw.get("text", ""), f"entries[{i}].text")}
-            )
+            entries.append(prompt_entry(_text(raw.get("text", ""), f"entries[{i}].text")))
         elif kind == "response":
-            entry = {"kind": "response", "text": _text(raw.get("text", ""), f"entries[{i}].text")}
+            text = _text(raw.get("text", ""), f"entries[{i}].text")
             if raw.get("structured") is not None:
-                entry["structured"] = raw["structured"]
-            entries.append(entry)
+                entries.append(response_entry(text, raw["structured"]))
+            else:
+                entries.append(response_entry(text))
         else:
             raise _bad(f"entries[{i}] has an unknown type {kind!r}")
     flush()
@@ -235,7 +229,7 @@ def _import_apple(inner: dict[str, Any]) -> RestoredTranscript:
                     )
         elif role == "user":
             text, _ = _segment_text(raw.get("contents"))
-            restored.entries.append({"kind": "prompt", "text": text})
+            restored.entries.append(prompt_entry(text))
         elif role == "response" and raw.get("toolCalls"):
             calls = []
             for call in raw["toolCalls"]:
@@ -246,13 +240,9 @@ def _import_apple(inner: dict[str, Any]) -> RestoredTranscript:
                     except JsonTextError:
                         arguments = {}
                 calls.append(
-                    {
-                        "id": str(call.get("id", "")),
-                        "name": str(call.get("name", "")),
-                        "arguments": arguments or {},
-                    }
+                    call_json(str(call.get("id", "")), str(call.get("name", "")), arguments or {})
                 )
-            restored.entries.append({"kind": "toolCalls", "calls": calls})
+            restored.entries.append(tool_calls_entry(calls))
         elif role == "tool":
             text, _ = _segment_text(raw.get("contents"))
             restored.entries.append(
@@ -262,10 +252,10 @@ def _import_apple(inner: dict[str, Any]) -> RestoredTranscript:
             )
         elif role == "response":
             text, structured = _segment_text(raw.get("contents"))
-            entry: dict[str, Any] = {"kind": "response", "text": text}
             if structured is not None:
-                entry["structured"] = structured
-            restored.entries.append(entry)
+                restored.entries.append(response_entry(text, structured))
+            else:
+                restored.entries.append(response_entry(text))
     return restored
 
 

@@ -8,15 +8,16 @@ so engines see the same messages from oamd as from ``oam stdio``.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
 from oamd.errors import InvalidParams
-from oamd.limits import MAX_SAFE_INTEGER, MAX_TIMEOUT_SECONDS
+from oamd.limits import MAX_ID_CHARS, MAX_SAFE_INTEGER, MAX_TIMEOUT_SECONDS
 
-__all__ = ["Params", "shown"]
+__all__ = ["Params", "check_object_id", "shown"]
 
 _MISSING = object()
 
@@ -182,3 +183,22 @@ class Params:
                     f"Parameter '{self.path(key)}[{i}]' must be a string; got {shown(item)}."
                 )
         return items
+
+
+def check_object_id(value: Any, key: str) -> str:
+    """An id given by the client: 1–128 printable characters.
+
+    Raises:
+        InvalidParams: not a string, empty, too long, or with control/format characters.
+    """
+    if not isinstance(value, str):
+        raise InvalidParams(f"Parameter '{key}' must be a string; got {shown(value)}.")
+    if not 1 <= len(value) <= MAX_ID_CHARS or (
+        not value.isprintable() and any(_is_control(c) for c in value)
+    ):
+        raise InvalidParams(f"'{key}' must be 1-128 printable characters; got '{value}'.")
+    return value
+
+
+def _is_control(char: str) -> bool:
+    return unicodedata.category(char) in ("Cc", "Cf")
