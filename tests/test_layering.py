@@ -16,7 +16,16 @@ ALLOWED = {
     "transport": {"transport", "limits", "errors", "log", "jsonvalue"},
     "rpc": {"rpc", "transport", "limits", "errors", "log", "jsonvalue"},
     "backends": {"backends", "limits", "errors", "log", "jsonvalue"},
-    "agent": {"agent", "backends.base", "limits", "errors", "log", "jsonvalue"},
+    # backends.turn_snapshot: the turn a step belongs to, which scripted templates read
+    "agent": {
+        "agent",
+        "backends.base",
+        "backends.turn_snapshot",
+        "limits",
+        "errors",
+        "log",
+        "jsonvalue",
+    },
     "game": {"game", "agent", "backends.base", "limits", "errors", "log", "jsonvalue"},
     # methods/parse reads params into the value types below it, ``Sampling`` among them
     "methods": {

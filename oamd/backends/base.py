@@ -32,7 +32,6 @@ __all__ = [
     "TextDelta",
     "ToolCallRequest",
     "ToolSpec",
-    "TurnSnapshot",
     "Usage",
     "estimate_tokens",
 ]
@@ -145,16 +144,6 @@ class Sampling:
     ``repeat_penalty``); small models otherwise copy their own or the user's words."""
 
 
-@dataclass(frozen=True, slots=True)
-class TurnSnapshot:
-    """Informational: the turn a text-only step belongs to. Scripted models fill templates from
-    it; real backends must ignore it (everything the model reads is in ``messages``)."""
-
-    prompt: str
-    tool_outputs: tuple[str, ...] = ()
-    """This turn's tool outputs so far, as the model reads them."""
-
-
 @dataclass(slots=True)
 class GenerationRequest:
     messages: list[ChatMessage]
@@ -166,8 +155,6 @@ class GenerationRequest:
     sampling: Sampling = field(default_factory=Sampling)
     kind: str = "answer"
     """What the step is for: ``answer``, ``structured``, ``decide``, ``toolArguments``…"""
-    turn: TurnSnapshot | None = None
-    """Set by the envelope loop (see ``TurnSnapshot``); ``None`` on the native loop."""
     reply_prefix: str = ""
     """Text the answer starts with: the model continues it (its stream does not repeat it).
     Backends that cannot continue a reply (chat-completion servers) leave it out."""

@@ -50,6 +50,7 @@ from oamd.backends.base import (
     Usage,
     estimate_tokens,
 )
+from oamd.backends.turn_snapshot import CURRENT_TURN, TurnSnapshot
 from oamd.errors import ModelError
 
 __all__ = [
@@ -94,8 +95,9 @@ def _last_prompt(request: GenerationRequest) -> str:
 
 
 def render_template(template: str, request: GenerationRequest) -> str:
-    if request.turn is not None:
-        outputs, prompt = list(request.turn.tool_outputs), request.turn.prompt
+    turn = CURRENT_TURN.get()
+    if turn is not None:
+        outputs, prompt = list(turn.tool_outputs), turn.prompt
     else:
         outputs, prompt = _tool_outputs_of_turn(request), _last_prompt(request)
     text = template.replace("{prompt}", prompt)
@@ -140,6 +142,8 @@ class ScriptedModel(LanguageModel):
     """Keep every request in ``requests`` (``--test-methods`` only: each holds a whole prompt)."""
     requests: list[GenerationRequest] = field(default_factory=list)
     """Every request received while ``record`` is on, for tests that assert on prompts."""
+    turns: list[TurnSnapshot | None] = field(default_factory=list)
+    """The turn each of ``requests`` belonged to (``backends.turn_snapshot``)."""
     scored: list[list[ScoredText]] = field(default_factory=list)
     """Every likelihood choice's candidates while ``record`` is on."""
     style: str = "native"
@@ -184,6 +188,7 @@ class ScriptedModel(LanguageModel):
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
         if self.record:
             self.requests.append(request)
+            self.turns.append(CURRENT_TURN.get())
         if self.style == "envelope":
             step, text, delays = self._envelope_step(request)
         else:

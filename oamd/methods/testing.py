@@ -2,7 +2,8 @@
 
 ``test/sleep {ms}`` → ``{"slept": ms}`` after sleeping (deferred work for ordering tests).
 ``test/modelRequests {session}`` → ``{"requests": [...]}``: what a session's scripted model was
-shown, step by step (messages, offered tools, tool mode, schema, kind), to assert on prompts.
+shown, step by step (messages, offered tools, tool mode, schema, kind, and the turn it belonged
+to: ``backends.turn_snapshot``), to assert on prompts.
 """
 
 from __future__ import annotations
@@ -38,7 +39,15 @@ def model_requests(req: Request) -> Result:
     recorded = getattr(session.model, "requests", None)
     if recorded is None or not getattr(session.model, "record", False):
         raise InvalidParams("The session's model does not record its requests.")
-    return Result({"requests": [asdict(r) for r in recorded]})
+    turns = getattr(session.model, "turns", [])
+    return Result(
+        {
+            "requests": [
+                {**asdict(r), "turn": asdict(t) if t is not None else None}
+                for r, t in zip(recorded, turns, strict=True)
+            ]
+        }
+    )
 
 
 def register(registry: Registry) -> None:

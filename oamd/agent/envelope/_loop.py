@@ -75,8 +75,8 @@ from oamd.backends.base import (
     GenerationRequest,
     LanguageModel,
     Sampling,
-    TurnSnapshot,
 )
+from oamd.backends.turn_snapshot import TurnSnapshot, showing
 from oamd.errors import InvalidRequest, ModelError
 
 __all__ = ["STEP_KINDS", "regenerate_reply", "run_envelope_turn", "warm_up"]
@@ -517,7 +517,6 @@ class _EnvelopeTurn:
             sampling=sampling,
             kind=kind,
             stop=self._reply_stops() if kind == RESPOND else (),
-            turn=TurnSnapshot(self.spec.prompt, tuple(self.calls.outputs)),
         )
         return request, trimmed
 
@@ -527,15 +526,16 @@ class _EnvelopeTurn:
             # that ends soon after its answer keeps the conversation; one that talks on is cut
             # (the next step starts afresh) rather than decoding to its output limit
             options["chatter_chars"] = APPEND_ONLY_CHATTER_CHARS
-        text = await run_model_step(
-            self.spec.model,
-            request,
-            self.usage,
-            self.settings.retry,
-            self.sleep,
-            pace=self.pace,
-            **options,
-        )
+        with showing(TurnSnapshot(self.spec.prompt, tuple(self.calls.outputs))):
+            text = await run_model_step(
+                self.spec.model,
+                request,
+                self.usage,
+                self.settings.retry,
+                self.sleep,
+                pace=self.pace,
+                **options,
+            )
         self.layout.answered(request.messages, text)
         return text
 
