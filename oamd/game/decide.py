@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import anyio
 
 from oamd.agent.events import ToolRecord, TurnEvent, TurnUsage
-from oamd.agent.run import run_turn
-from oamd.agent.turn import ToolExecutor
+from oamd.agent.run_turn import run_turn
+from oamd.agent.turn_spec import ToolExecutor
 from oamd.backends.base import LanguageModel
 from oamd.errors import ModelError
 from oamd.game.decision import Choice, DecisionRequest

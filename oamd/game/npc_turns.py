@@ -22,10 +22,10 @@ from oamd.agent.events import TurnEvent
 from oamd.agent.history import entries_size
 from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
-from oamd.agent.run import run_turn
+from oamd.agent.run_turn import run_turn
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import NoToolExecutor, ToolExecutor, TurnSpec, one_off_turn
+from oamd.agent.turn_spec import NoToolExecutor, ToolExecutor, TurnSpec, one_off_turn
 from oamd.backends.base import Sampling
 from oamd.errors import ModelError
 from oamd.game.npc import Npc

@@ -18,11 +18,11 @@ from typing import Any
 
 from oamd.agent.events import PartialValue, TextUpdated, ToolRecord, TurnEvent, TurnUsage
 from oamd.agent.policy import ToolPolicy
-from oamd.agent.run import run_turn
+from oamd.agent.run_turn import run_turn
 from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import ToolExecutor, one_off_turn
+from oamd.agent.turn_spec import ToolExecutor, one_off_turn
 from oamd.backends.base import Sampling
 from oamd.errors import InvalidRequest, ModelError
 from oamd.game.npc import Npc

@@ -25,10 +25,10 @@ from oamd.agent.entries import RESPONSE, kind_of, with_text
 from oamd.agent.envelope import chat_messages, chat_window, regenerate_reply, turn_facts
 from oamd.agent.events import TurnEvent, TurnResult, TurnUsage
 from oamd.agent.history import History
-from oamd.agent.run import run_turn
+from oamd.agent.run_turn import run_turn
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import ToolExecutor, TurnSpec, one_off_turn
+from oamd.agent.turn_spec import ToolExecutor, TurnSpec, one_off_turn
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
