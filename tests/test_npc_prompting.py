@@ -10,11 +10,10 @@ import pytest
 
 from oamd.agent.events import PartialValue, TextUpdated, ToolCall, ToolRecord
 from oamd.agent.tools import ToolOutput
-from oamd.game.npc import Npc
-from oamd.game.npc_prompt import memory_note, npc_instructions
-from oamd.game.npc_tools import MemoryDraft
-from oamd.game.persona import EMOTIONS, Memory, NpcOptions, Persona
-from oamd.game.talk import (
+from oamd.game.npc.npc import Npc
+from oamd.game.npc.persona import EMOTIONS, Memory, NpcOptions, Persona
+from oamd.game.npc.prompt import memory_note, npc_instructions
+from oamd.game.npc.reply import (
     LineTracker,
     _retry_prompt,
     parse_structured_reply,
@@ -24,6 +23,7 @@ from oamd.game.talk import (
     spoken_line,
     talk_prompt,
 )
+from oamd.game.npc.tools import MemoryDraft
 from oamd.jsonvalue import dumps
 from oamd.methods.parse.npc import memory_to_wire
 

@@ -10,8 +10,10 @@ from oamd.agent.footprint import json_size
 from oamd.agent.history import History
 from oamd.agent.queue import Operation
 from oamd.errors import InvalidParams, OamdError
-from oamd.game.npc import Npc, check_tool_names, tool_names
-from oamd.game.npc_turns import (
+from oamd.game.npc.npc import Npc, check_tool_names, tool_names
+from oamd.game.npc.persona import Memory, NpcOptions
+from oamd.game.npc.reply import LineTracker, TalkOutcome
+from oamd.game.npc.turns import (
     bark_spec,
     compact,
     keep_talk,
@@ -20,8 +22,6 @@ from oamd.game.npc_turns import (
     warm,
     warm_next,
 )
-from oamd.game.persona import Memory, NpcOptions
-from oamd.game.talk import LineTracker, TalkOutcome
 from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_call, encode_record, encode_usage

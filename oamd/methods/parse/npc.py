@@ -14,8 +14,8 @@ from oamd.agent.footprint import json_size
 from oamd.agent.tools import ToolChoice
 from oamd.errors import InvalidParams
 from oamd.game._paths import merging
-from oamd.game.npc import Npc, NpcUpdate, check_tool_names, tool_names
-from oamd.game.persona import (
+from oamd.game.npc.npc import Npc, NpcUpdate, check_tool_names, tool_names
+from oamd.game.npc.persona import (
     DEFAULT_SECRETS_THRESHOLD,
     EMOTIONS,
     MAX_PLAYER_OPTIONS,

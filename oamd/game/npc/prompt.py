@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 
-from oamd.game.npc import MEMORY_TOOLS, Npc
-from oamd.game.persona import Memory, Persona
+from oamd.game.npc.npc import MEMORY_TOOLS, Npc
+from oamd.game.npc.persona import Memory, Persona
 
 __all__ = [
     "attitude",

@@ -14,9 +14,9 @@ from typing import Any
 from oamd.agent.footprint import json_size
 from oamd.agent.schema import compile_schema
 from oamd.agent.tools import ToolDefinition, ToolOutput
-from oamd.game.npc import Npc
-from oamd.game.npc_prompt import attitude, render_value
-from oamd.game.persona import Memory, NpcOptions, clamp_relationship
+from oamd.game.npc.npc import Npc
+from oamd.game.npc.persona import Memory, NpcOptions, clamp_relationship
+from oamd.game.npc.prompt import attitude, render_value
 from oamd.game.world import (
     read_tool_description,
     read_world_tool,

@@ -1,4 +1,5 @@
-"""One NPC dialogue turn (§6 ``npc/talk``): tools first, then an emotion and a spoken line.
+"""An NPC's reply in one dialogue turn (§6 ``npc/talk``) on a full-size model: tools first, then an
+emotion and a spoken line (a small model's is ``npc.compact_reply``'s; ``npc.turns`` picks).
 
 Reply formats: ``structured`` (a schema of ``emotion``, ``line``, ``player_options``,
 ``ends_conversation``), ``text`` (``[emotion] line``), and ``automatic``: structured and, when
@@ -25,10 +26,10 @@ from oamd.agent.tools import ToolChoice, ToolDefinition
 from oamd.agent.turn_spec import ToolExecutor, one_off_turn
 from oamd.backends.base import Sampling
 from oamd.errors import InvalidRequest, ModelError
-from oamd.game.npc import Npc
-from oamd.game.npc_prompt import render_value
-from oamd.game.npc_tools import MemoryDraft
-from oamd.game.persona import match_emotion
+from oamd.game.npc.npc import Npc
+from oamd.game.npc.persona import match_emotion
+from oamd.game.npc.prompt import render_value
+from oamd.game.npc.tools import MemoryDraft
 
 __all__ = [
     "LineTracker",

@@ -29,8 +29,8 @@ from oamd.backends.base import (
     TextDelta,
     Usage,
 )
-from oamd.game.decision import Choice, DecisionRequest
-from oamd.game.npc_prompt import render_value, sentence, text_list
+from oamd.game.decision.request import Choice, DecisionRequest
+from oamd.game.npc.prompt import render_value, sentence, text_list
 
 __all__ = ["decide_compact"]
 

@@ -1,10 +1,10 @@
 """NPCs (§6): the ``Npc`` itself (a persona, a conversation, a memory, client tools and an
 optional world), the names of its tools, and the store of one connection's NPCs.
 
-Rendering its prompt is ``npc_prompt``'s, its memory and world tools ``npc_tools``', running its
-turns ``npc_turns``' (its save format is the adapters': ``oamd.methods.parse.npc_state``). What an NPC holds (``held_bytes``) is its
-history and its ``footprint``: persona, options, memory, client tool definitions and model spec,
-measured when they are set.
+Rendering its prompt is ``npc.prompt``'s, its memory and world tools ``npc.tools``', running its
+turns ``npc.turns``' (its save format is the adapters': ``oamd.methods.parse.npc_state``). What an
+NPC holds (``held_bytes``) is its history and its ``footprint``: persona, options, memory, client
+tool definitions and model spec, measured when they are set.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from oamd.agent.store import ObjectStore
 from oamd.agent.tools import ToolDefinition
 from oamd.backends.base import LanguageModel
 from oamd.errors import InvalidParams, LimitReached, NpcExists, NpcNotFound
-from oamd.game.persona import Memory, NpcOptions, Persona, summary_size
+from oamd.game.npc.persona import Memory, NpcOptions, Persona, summary_size
 from oamd.limits import MAX_NPCS, MAX_TOOLS
 
 __all__ = [
@@ -61,7 +61,7 @@ class Npc:
     fallback_count: int = 0
     choice_priors: dict[Any, tuple[float, ...]] = field(default_factory=dict)
     """A small model's likelihoods of closed answers after a neutral exchange, by system text
-    and question (``oamd.game.talk_compact``); not saved, read again when needed."""
+    and question (``oamd.game.npc.compact_reply``); not saved, read again when needed."""
     footprint: Footprint = field(default_factory=Footprint)
     """Everything but the history, measured part by part (``set_memory``, ``NpcUpdate``)."""
 

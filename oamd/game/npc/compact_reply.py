@@ -1,5 +1,5 @@
-"""An NPC's dialogue turn on a small model (``capabilities.compact_prompts``): the words as free
-text, only what must be closed chosen from a closed set.
+"""An NPC's reply in one dialogue turn on a small model (``capabilities.compact_prompts``): the
+words as free text, only what must be closed chosen from a closed set.
 
 A model of a few hundred million parameters writes a passable in-character sentence as plain chat
 and garbles the same sentence inside a JSON object (``"line": "🍌🍌🍌"``, ``emotion:``). So the
@@ -8,10 +8,10 @@ turn is: the tool loop in the compact layout (which tool, if any, read off the m
 ``maxSentences`` are complete; then, where the backend scores texts, the emotion and whether the
 line ends the conversation chosen by likelihood — each answer's lift over its likelihood after a
 neutral exchange, since a small model says ``yes`` and ``happy`` to nearly anything — and the
-player's options written as one numbered list. A line the guard (``oamd.game.line_guard``) refuses
-is written once more with hotter sampling and a harder repetition penalty, then replaced by a
-fallback line as the reference's fallback rule says (the exchange is not kept). Scripted models
-never come here: the reference's tests script exact lines.
+player's options written as one numbered list. A line the guard (``oamd.game.npc.line_guard``)
+refuses is written once more with hotter sampling and a harder repetition penalty, then replaced
+by a fallback line as the reference's fallback rule says (the exchange is not kept). Scripted
+models never come here: the reference's tests script exact lines.
 """
 
 from __future__ import annotations
@@ -38,10 +38,16 @@ from oamd.backends.base import (
     Usage,
 )
 from oamd.errors import ModelError
-from oamd.game.line_guard import RESIDUE, clean_line, line_problems, strip_stage_directions, words
-from oamd.game.npc import Npc
-from oamd.game.npc_prompt import render_value
-from oamd.game.talk import LineTracker, TalkOutcome, spoken_line, talk_policy
+from oamd.game.npc.line_guard import (
+    RESIDUE,
+    clean_line,
+    line_problems,
+    strip_stage_directions,
+    words,
+)
+from oamd.game.npc.npc import Npc
+from oamd.game.npc.prompt import render_value
+from oamd.game.npc.reply import LineTracker, TalkOutcome, spoken_line, talk_policy
 
 __all__ = ["compact_prompt", "prime_choices", "run_compact_talk"]
 

@@ -28,18 +28,18 @@ from oamd.agent.tools import ToolChoice, ToolDefinition
 from oamd.agent.turn_spec import NoToolExecutor, ToolExecutor, TurnSpec, one_off_turn
 from oamd.backends.base import Sampling
 from oamd.errors import ModelError
-from oamd.game.npc import Npc
-from oamd.game.npc_prompt import (
+from oamd.game.npc.compact_reply import compact_prompt, prime_choices, run_compact_talk
+from oamd.game.npc.npc import Npc
+from oamd.game.npc.persona import Memory
+from oamd.game.npc.prompt import (
     compact_instructions,
     game_state,
     npc_instructions,
     persona_instructions,
     render_value,
 )
-from oamd.game.npc_tools import MemoryDraft, new_draft, npc_tools, npc_world_tools
-from oamd.game.persona import Memory
-from oamd.game.talk import LineTracker, TalkOutcome, run_talk, spoken_line, talk_prompt
-from oamd.game.talk_compact import compact_prompt, prime_choices, run_compact_talk
+from oamd.game.npc.reply import LineTracker, TalkOutcome, run_talk, spoken_line, talk_prompt
+from oamd.game.npc.tools import MemoryDraft, new_draft, npc_tools, npc_world_tools
 
 __all__ = [
     "KeptTalk",
