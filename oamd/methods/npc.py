@@ -75,7 +75,7 @@ def _build(
     memory = parse_memory(memory_raw, f"{prefix}memory")
     if tools_raw is not None and not isinstance(tools_raw, list):
         raise InvalidParams(f"'{tools_path}' must be an array of tool definitions.")
-    base = NpcOptions(toolTimeoutSeconds=state.config.tool_timeout)
+    base = NpcOptions(tool_timeout_seconds=state.config.tool_timeout)
     options, option_warnings = parse_npc_options(options_raw, base, options_path)
     if world is not None and not isinstance(world, str):
         raise InvalidParams(f"Parameter 'world' must be a string; got {world!r}.")
@@ -192,7 +192,7 @@ def talk(req: Request) -> Deferred:
         req.id,
         stream=stream,
         event_method="npc/event",
-        default_timeout=npc.options.toolTimeoutSeconds,
+        default_timeout=npc.options.tool_timeout_seconds,
     )
     tracker, on_event = _npc_events(driver, npc)
     size = params_size(req.params)

@@ -97,7 +97,7 @@ class Npc:
 
     def secrets_visibility(self) -> str:
         """``hidden``, ``shareable`` or ``guarded`` (threshold ``null``)."""
-        threshold = self.options.secretsUnlockAtRelationship
+        threshold = self.options.secrets_unlock_at_relationship
         if threshold is None:
             return "guarded"
         return "shareable" if self.memory.relationship >= threshold else "hidden"
@@ -105,13 +105,13 @@ class Npc:
 
 def tool_names(options: NpcOptions, client: list[str], has_world: bool) -> list[str]:
     names = list(client)
-    if has_world and options.worldReadable:
+    if has_world and options.world_readable:
         names.append("read_world_state")
-    if has_world and options.worldWritable:
+    if has_world and options.world_writable:
         names.append("update_world_state")
-    if "rememberFact" in options.memoryTools:
+    if "rememberFact" in options.memory_tools:
         names.append("remember_fact")
-    if "changeRelationship" in options.memoryTools:
+    if "changeRelationship" in options.memory_tools:
         names.append("change_relationship")
     return names
 
@@ -140,13 +140,13 @@ def check_tool_names(names: list[str], options: NpcOptions) -> None:
                 "read_world_state, update_world_state, remember_fact and change_relationship)."
             )
         seen.add(name)
-    grounding = options.groundingTool
+    grounding = options.grounding_tool
     if grounding is not None and grounding not in seen:
         raise InvalidParams(
             f"groundingTool '{grounding}' is not one of the NPC's tools: {', '.join(names)}."
         )
-    if options.toolChoice.mode == "tool" and options.toolChoice.name not in seen:
-        raise InvalidParams(f"toolChoice names unknown tool '{options.toolChoice.name}'.")
+    if options.tool_choice.mode == "tool" and options.tool_choice.name not in seen:
+        raise InvalidParams(f"toolChoice names unknown tool '{options.tool_choice.name}'.")
 
 
 class NpcStore(ObjectStore[Npc]):
