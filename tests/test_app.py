@@ -25,7 +25,7 @@ HEAVY = (
     "oamd.methods.decision",
     "oamd.agent.session",
     "oamd.agent.schema",
-    "oamd.agent.run",
+    "oamd.agent.run_turn",
     "oamd.game.npc",
     "oamd.backends.scripted",
     "oamd.serve",

@@ -534,6 +534,6 @@ async def test_content_on_the_embedded_model_is_valid_against_its_schema_ranges_
 
 
 def persona_emotions() -> tuple[str, ...]:
-    from oamd.game.persona import EMOTIONS
+    from oamd.game.npc.persona import EMOTIONS
 
     return EMOTIONS

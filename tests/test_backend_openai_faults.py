@@ -16,7 +16,7 @@ import pytest
 from backends.fault_server import FAULTS, ODD_ANSWERS, REPLY, FaultServer, running
 from conftest import memory_daemon
 
-from oamd.agent import turn
+from oamd.agent import turn_spec
 from oamd.app import default_config
 from oamd.backends.spec import model_from_spec
 from oamd.client import Client
@@ -63,7 +63,7 @@ EXPECTED = {
 def quick_retries(monkeypatch):
     """The agent's waits between retried attempts shrink to 10 ms: these tests are about where
     a fault lands, not about the backoff (``test_envelope_run_turn`` covers that)."""
-    monkeypatch.setattr(turn, "RETRY_FIRST_WAIT_SECONDS", 0.01)
+    monkeypatch.setattr(turn_spec, "RETRY_FIRST_WAIT_SECONDS", 0.01)
 
 
 def test_every_fault_has_its_expected_error():

@@ -403,7 +403,7 @@ async def test_a_line_reciting_the_persona_is_refused_and_after_a_retry_the_choi
 def test_the_copy_check_reads_a_bounded_part_of_each_text():
     import time
 
-    from oamd.game.line_guard import MAX_COMPARED_WORDS, line_problems
+    from oamd.game.npc.line_guard import MAX_COMPARED_WORDS, line_problems
 
     persona = "You are Mira the innkeeper. " * 200_000  # a megabyte of persona
     started = time.process_time()

@@ -8,8 +8,8 @@ import pytest
 
 from oamd.agent.events import TurnResult
 from oamd.errors import InvalidParams, ModelError
-from oamd.game.decision import Choice, DecisionOption, DecisionRequest, decision_schema
-from oamd.game.persona import Persona
+from oamd.game.decision.request import Choice, DecisionOption, DecisionRequest, decision_schema
+from oamd.game.npc.persona import Persona
 from oamd.methods.parse.decision import parse_options
 
 DEFAULT = (

@@ -13,9 +13,9 @@ import pytest
 from oamd.agent.envelope._loop import APPEND_ONLY_CHATTER_CHARS
 from oamd.agent.events import ToolCall
 from oamd.agent.policy import ToolPolicy
-from oamd.agent.run import run_turn
+from oamd.agent.run_turn import run_turn
 from oamd.agent.tools import ToolDefinition, ToolOutput
-from oamd.agent.turn import TurnSettings, TurnSpec
+from oamd.agent.turn_spec import TurnSettings, TurnSpec
 from oamd.backends.base import (
     Availability,
     ChatMessage,

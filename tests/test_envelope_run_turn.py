@@ -14,9 +14,9 @@ import pytest
 from oamd.agent.events import StepStarted, TextUpdated, ToolCall, TurnEvent
 from oamd.agent.history import History
 from oamd.agent.policy import ToolPolicy
-from oamd.agent.run import run_turn
+from oamd.agent.run_turn import run_turn
 from oamd.agent.tools import ToolChoice, ToolDefinition, ToolOutput
-from oamd.agent.turn import TurnSettings, TurnSpec
+from oamd.agent.turn_spec import TurnSettings, TurnSpec
 from oamd.backends.base import (
     Availability,
     GenerationEvent,

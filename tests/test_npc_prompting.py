@@ -1,20 +1,20 @@
 """NPC prompting as pure functions: instructions, memory note, prompt, reply schema, reply parsing,
-the streaming line tracker and staged memory (the reference's exact strings)."""
+the streaming line tracker and staged memory (the reference's exact strings), and the tables that
+map the save form's keys to the persona's and options' fields."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 import pytest
 
 from oamd.agent.events import PartialValue, TextUpdated, ToolCall, ToolRecord
 from oamd.agent.tools import ToolOutput
-from oamd.game.npc import Npc
-from oamd.game.npc_prompt import memory_note, npc_instructions
-from oamd.game.npc_tools import MemoryDraft
-from oamd.game.persona import EMOTIONS, Memory, NpcOptions, Persona
-from oamd.game.talk import (
+from oamd.game.npc.npc import Npc
+from oamd.game.npc.persona import EMOTIONS, Memory, NpcOptions, Persona
+from oamd.game.npc.prompt import memory_note, npc_instructions
+from oamd.game.npc.reply import (
     LineTracker,
     _retry_prompt,
     parse_structured_reply,
@@ -24,14 +24,15 @@ from oamd.game.talk import (
     spoken_line,
     talk_prompt,
 )
+from oamd.game.npc.tools import MemoryDraft
 from oamd.jsonvalue import dumps
-from oamd.methods.parse.npc import memory_to_wire
+from oamd.methods.parse.npc import OPTION_FIELDS, PERSONA_FIELDS, memory_to_wire
 
 GORM = Persona(
     name="Gorm",
     role="the village blacksmith",
     personality="Gruff but fair",
-    speakingStyle="Short, blunt sentences.",
+    speaking_style="Short, blunt sentences.",
 )
 
 BASE = (
@@ -82,7 +83,7 @@ def test_every_persona_field_appears_in_order_with_list_cleanup():
         name="Gorm",
         role="the village blacksmith",
         personality="Gruff but fair",
-        speakingStyle="Short, blunt sentences.",
+        speaking_style="Short, blunt sentences.",
         backstory="Came from the north!",
         goals=("Sell his weapons at a fair price.", "  ", "Find ore"),
         knowledge=("The mine is closed",),
@@ -103,7 +104,7 @@ def test_every_persona_field_appears_in_order_with_list_cleanup():
     [(1, "1 short sentence."), (0, "1 short sentence."), (3, "3 short sentences.")],
 )
 def test_the_length_rule_uses_at_least_one_sentence(max_sentences, rule):
-    npc = make_npc(replace(GORM, maxSentences=max_sentences))
+    npc = make_npc(replace(GORM, max_sentences=max_sentences))
     assert f"- Reply in at most {rule}" in npc_instructions(npc, []).split("\n")
 
 
@@ -118,7 +119,7 @@ def test_world_tools_count_as_fact_tools():
 
 def test_memory_tools_alone_are_not_fact_tools_and_add_their_hints_in_order():
     npc = make_npc(
-        memoryTools=("rememberFact", "changeRelationship"), extraInstructions="  Be loud.  "
+        memory_tools=("rememberFact", "changeRelationship"), extra_instructions="  Be loud.  "
     )
     text = npc_instructions(npc, ["remember_fact", "change_relationship"])
     assert text.split("\n\n")[0] == "\n".join(
@@ -133,7 +134,7 @@ def test_memory_tools_alone_are_not_fact_tools_and_add_their_hints_in_order():
 
 
 def test_the_text_format_adds_the_emotion_tag_rule_last():
-    text = npc_instructions(make_npc(replyFormat="text", extraInstructions="Be loud."), [])
+    text = npc_instructions(make_npc(reply_format="text", extra_instructions="Be loud."), [])
     assert text.split("\n")[-2:] == [
         "Be loud.",
         "- Begin every reply with your current emotion in square brackets, such as [happy] or "
@@ -143,7 +144,7 @@ def test_the_text_format_adds_the_emotion_tag_rule_last():
 
 @pytest.mark.parametrize("fmt", ["automatic", "structured"])
 def test_other_formats_have_no_emotion_tag_rule(fmt):
-    assert "square brackets" not in npc_instructions(make_npc(replyFormat=fmt), [])
+    assert "square brackets" not in npc_instructions(make_npc(reply_format=fmt), [])
 
 
 # ---- secrets ---------------------------------------------------------------------------------
@@ -152,14 +153,14 @@ SECRET_PERSONA = replace(GORM, secrets=("He stole the king's sword.",), knowledg
 
 
 def test_secrets_stay_out_of_the_instructions_below_the_threshold():
-    npc = make_npc(SECRET_PERSONA, Memory(relationship=49), secretsUnlockAtRelationship=50)
+    npc = make_npc(SECRET_PERSONA, Memory(relationship=49), secrets_unlock_at_relationship=50)
     text = npc_instructions(npc, [])
     assert "secret" not in text.lower()
     assert "king's sword" not in text
 
 
 def test_secrets_appear_once_the_relationship_reaches_the_threshold():
-    npc = make_npc(SECRET_PERSONA, Memory(relationship=50), secretsUnlockAtRelationship=50)
+    npc = make_npc(SECRET_PERSONA, Memory(relationship=50), secrets_unlock_at_relationship=50)
     lines = npc_instructions(npc, []).split("\n")
     assert (
         lines[lines.index("You know: Ore prices.") + 1] == "Your secret: He stole the king's sword."
@@ -170,7 +171,7 @@ def test_secrets_appear_once_the_relationship_reaches_the_threshold():
 
 
 def test_a_null_threshold_always_shows_the_secret_with_the_guard_rule():
-    npc = make_npc(SECRET_PERSONA, Memory(relationship=-80), secretsUnlockAtRelationship=None)
+    npc = make_npc(SECRET_PERSONA, Memory(relationship=-80), secrets_unlock_at_relationship=None)
     lines = npc_instructions(npc, []).split("\n")
     assert "Your secret: He stole the king's sword." in lines
     assert lines[lines.index(NO_TOOLS_RULE) + 1] == (
@@ -179,7 +180,7 @@ def test_a_null_threshold_always_shows_the_secret_with_the_guard_rule():
 
 
 def test_the_secret_becomes_visible_when_the_committed_memory_changes():
-    npc = make_npc(SECRET_PERSONA, Memory(relationship=10), secretsUnlockAtRelationship=30)
+    npc = make_npc(SECRET_PERSONA, Memory(relationship=10), secrets_unlock_at_relationship=30)
     before = npc_instructions(npc, [])
     npc.memory = Memory(relationship=30)
     after = npc_instructions(npc, [])
@@ -243,7 +244,7 @@ def test_the_note_follows_the_instructions_after_a_blank_line():
 
 
 def test_the_note_shows_feelings_when_change_relationship_is_enabled():
-    npc = make_npc(memoryTools=("changeRelationship",))
+    npc = make_npc(memory_tools=("changeRelationship",))
     assert npc_instructions(npc, ["change_relationship"]).endswith(
         "\n\nMemory:\n- You feel neutral toward the player (0 on a scale from -100 to 100)."
     )
@@ -362,18 +363,18 @@ def test_all_sixteen_emotions_are_in_the_reference_order():
 
 
 def test_the_minimal_schema_has_only_emotion_and_line():
-    schema = reply_schema(make_npc(playerOptionCount=0, canEndConversation=False)).source
+    schema = reply_schema(make_npc(player_option_count=0, can_end_conversation=False)).source
     assert list(schema["properties"]) == ["emotion", "line"]
     assert schema["required"] == ["emotion", "line"]
 
 
 def test_one_sentence_is_singular_in_the_line_description():
-    schema = reply_schema(make_npc(replace(GORM, maxSentences=1))).source
+    schema = reply_schema(make_npc(replace(GORM, max_sentences=1))).source
     assert "At most 1 short sentence. If" in schema["properties"]["line"]["description"]
 
 
 def test_the_option_count_sets_the_bounds():
-    prop = reply_schema(make_npc(playerOptionCount=2)).source["properties"]["player_options"]
+    prop = reply_schema(make_npc(player_option_count=2)).source["properties"]["player_options"]
     assert (prop["description"], prop["minItems"], prop["maxItems"]) == (
         "2 short, different replies the player could say next.",
         2,
@@ -429,17 +430,17 @@ def test_structured_replies_are_parsed_defensively():
 
 def test_player_options_are_cut_to_the_count():
     value = {"emotion": "happy", "line": "Hi.", "player_options": ["A", "B", "C", "D"]}
-    _, _, options, _ = parse_structured_reply(value, make_npc(playerOptionCount=2))
+    _, _, options, _ = parse_structured_reply(value, make_npc(player_option_count=2))
     assert options == ["A", "B"]
 
 
 def test_ending_needs_can_end_conversation():
     value = {"emotion": "happy", "line": "Bye.", "ends_conversation": True}
-    assert parse_structured_reply(value, make_npc(canEndConversation=False))[3] is False
+    assert parse_structured_reply(value, make_npc(can_end_conversation=False))[3] is False
 
 
 def test_an_unknown_emotion_falls_back_to_the_default():
-    npc = make_npc(replace(GORM, defaultEmotion="proud"))
+    npc = make_npc(replace(GORM, default_emotion="proud"))
     assert parse_structured_reply({"emotion": "sighing", "line": "Hm."}, npc)[0] == "proud"
 
 
@@ -634,3 +635,15 @@ def test_a_drafts_size_change_is_what_the_memorys_json_grows_by(
     committed = d.committed()
     grown = len(dumps(memory_to_wire(committed))) - len(dumps(memory_to_wire(d.base)))
     assert d.size_change(committed) == grown
+
+
+@pytest.mark.parametrize(
+    ("table", "kind"), [(PERSONA_FIELDS, Persona), (OPTION_FIELDS, NpcOptions)]
+)
+def test_the_save_form_tables_name_every_field_once_in_field_order(table, kind):
+    """A field added to ``Persona`` or ``NpcOptions`` without its wire key would be dropped from
+    saves silently; the keys are the fields' names in camelCase."""
+    assert [name for _, name in table] == [f.name for f in fields(kind)]
+    for key, name in table:
+        head, *rest = name.split("_")
+        assert key == head + "".join(part.title() for part in rest)

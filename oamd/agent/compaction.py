@@ -19,7 +19,7 @@ from oamd.agent.entries import (
     text_of,
 )
 from oamd.agent.prompt import turn_starts
-from oamd.agent.turn import TurnSpec, one_off_turn
+from oamd.agent.turn_spec import TurnSpec, one_off_turn
 from oamd.backends.base import LanguageModel, Sampling
 
 __all__ = ["DEFAULT_SUMMARY_INSTRUCTIONS", "CompactionPlan", "compact_history", "render_lines"]

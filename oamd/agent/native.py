@@ -5,7 +5,7 @@ steer only the first step, budgets then disable tools so the model answers). Sev
 step run in parallel; records and ``toolOutput`` entries are kept in completion order. A failure
 the turn's ``RetryPolicy`` retries repeats the whole attempt, only while no tool has run. Nothing
 here touches the session: the turn's entries come back in ``TurnResult.entries`` for the caller
-to commit. Choosing this loop over the envelope loop is ``oamd.agent.run``'s.
+to commit. Choosing this loop over the envelope loop is ``oamd.agent.run_turn``'s.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from oamd.agent.tools import (
     ToolDefinition,
     ToolOutput,
 )
-from oamd.agent.turn import ToolExecutor, TurnSpec, new_call_id
+from oamd.agent.turn_spec import ToolExecutor, TurnSpec, new_call_id
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,

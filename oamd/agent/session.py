@@ -21,12 +21,12 @@ from oamd.agent.footprint import Footprint, json_size
 from oamd.agent.history import History, entries_size
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.queue import Operation, TurnQueue
-from oamd.agent.run import run_turn
+from oamd.agent.run_turn import run_turn
 from oamd.agent.schema import CompiledSchema
 from oamd.agent.store import ObjectStore
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolDefinition
-from oamd.agent.turn import (
+from oamd.agent.turn_spec import (
     DEFAULT_TURN_SETTINGS,
     NoToolExecutor,
     ToolExecutor,

@@ -20,7 +20,7 @@ from oamd.backends.base import GenerationRequest, ToolCallRequest
 
 if TYPE_CHECKING:
     from oamd.agent.events import TurnResult
-    from oamd.agent.turn import TurnSpec
+    from oamd.agent.turn_spec import TurnSpec
 
 __all__ = [
     "CURRENT_TRACE",

@@ -11,10 +11,10 @@ import orjson
 
 from oamd.agent.events import TurnEvent
 from oamd.agent.policy import ToolPolicy
-from oamd.agent.run import run_turn
+from oamd.agent.run_turn import run_turn
 from oamd.agent.schema import CompiledSchema
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import ToolExecutor, TurnSpec, one_off_turn
+from oamd.agent.turn_spec import ToolExecutor, TurnSpec, one_off_turn
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import ModelError
 

@@ -38,7 +38,7 @@ from oamd.log import get_logger
 from oamd.rpc.observe import current_request
 
 if TYPE_CHECKING:
-    from oamd.agent.turn import TurnSpec
+    from oamd.agent.turn_spec import TurnSpec
     from oamd.game.world import Change
     from oamd.rpc import Connection, Request
 

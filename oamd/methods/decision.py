@@ -1,15 +1,16 @@
 """``decision/decide`` and ``decision/decideMany`` (§6): the adapters of the decision service
-(``oamd.game.decide``): params read in the reference's order, results written for the wire."""
+(``oamd.game.decision.decide``): params read in the reference's order, results written for the
+wire."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from oamd.errors import InvalidParams, LimitReached
-from oamd.game.decide import Decision, DecisionJob
-from oamd.game.decide import decide as decide_one
-from oamd.game.decide import decide_many as decide_many_service
-from oamd.game.decision import DecisionRequest
+from oamd.game.decision.decide import Decision, DecisionJob
+from oamd.game.decision.decide import decide as decide_one
+from oamd.game.decision.decide import decide_many as decide_many_service
+from oamd.game.decision.request import DecisionRequest
 from oamd.limits import MAX_DECISION_CONCURRENCY, MAX_DECISIONS
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_record, encode_usage

@@ -10,8 +10,10 @@ from oamd.agent.footprint import json_size
 from oamd.agent.history import History
 from oamd.agent.queue import Operation
 from oamd.errors import InvalidParams, OamdError
-from oamd.game.npc import Npc, check_tool_names, tool_names
-from oamd.game.npc_turns import (
+from oamd.game.npc.npc import Npc, check_tool_names, tool_names
+from oamd.game.npc.persona import Memory, NpcOptions
+from oamd.game.npc.reply import LineTracker, TalkOutcome
+from oamd.game.npc.turns import (
     bark_spec,
     compact,
     keep_talk,
@@ -20,8 +22,6 @@ from oamd.game.npc_turns import (
     warm,
     warm_next,
 )
-from oamd.game.persona import Memory, NpcOptions
-from oamd.game.talk import LineTracker, TalkOutcome
 from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_call, encode_record, encode_usage
@@ -75,7 +75,7 @@ def _build(
     memory = parse_memory(memory_raw, f"{prefix}memory")
     if tools_raw is not None and not isinstance(tools_raw, list):
         raise InvalidParams(f"'{tools_path}' must be an array of tool definitions.")
-    base = NpcOptions(toolTimeoutSeconds=state.config.tool_timeout)
+    base = NpcOptions(tool_timeout_seconds=state.config.tool_timeout)
     options, option_warnings = parse_npc_options(options_raw, base, options_path)
     if world is not None and not isinstance(world, str):
         raise InvalidParams(f"Parameter 'world' must be a string; got {world!r}.")
@@ -192,7 +192,7 @@ def talk(req: Request) -> Deferred:
         req.id,
         stream=stream,
         event_method="npc/event",
-        default_timeout=npc.options.toolTimeoutSeconds,
+        default_timeout=npc.options.tool_timeout_seconds,
     )
     tracker, on_event = _npc_events(driver, npc)
     size = params_size(req.params)

@@ -11,7 +11,7 @@ from oamd.limits import MAX_CONNECTION_BYTES, MAX_SESSIONS
 
 if TYPE_CHECKING:
     from oamd.agent.session import SessionStore
-    from oamd.game.npc import NpcStore
+    from oamd.game.npc.npc import NpcStore
     from oamd.game.world_store import ChangeSink, WorldStore
 
 __all__ = ["BridgeState", "DaemonConfig"]
@@ -62,7 +62,7 @@ class BridgeState:
     def npcs(self) -> NpcStore:
         """The connection's NPCs."""
         if self._npcs is None:
-            from oamd.game.npc import NpcStore
+            from oamd.game.npc.npc import NpcStore
 
             self._npcs = NpcStore()
         return self._npcs

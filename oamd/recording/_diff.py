@@ -27,7 +27,7 @@ import orjson
 __all__ = ["Difference", "compare_lines", "exchanges", "is_streamed"]
 
 GENERATED_CALL_ID = re.compile(r"^call_[A-Za-z0-9]{24}$")
-"""``agent.turn.new_call_id``'s form."""
+"""``agent.turn_spec.new_call_id``'s form."""
 DAEMON_REQUEST_ID = re.compile(r"^t-\d+$")
 STREAMED = {
     "session/event": ("text", "partial"),

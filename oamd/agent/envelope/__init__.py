@@ -7,8 +7,8 @@ answer meant (an envelope, tool arguments); ``_json_reader`` reads the forgiving
 models write; ``_prompt`` renders each step's prompt and fits the history window; ``_layout``
 lays a step out afresh or continuing the last (append-only backends); ``_model_step``
 reads (and retries) one model step; ``_calls`` runs and records the turn's tool calls; ``_reply``
-cleans and shows the streamed reply. The turn's vocabulary is ``oamd.agent.turn``'s; choosing this
-loop is ``oamd.agent.run``'s.
+cleans and shows the streamed reply. The turn's vocabulary is ``oamd.agent.turn_spec``'s;
+choosing this loop is ``oamd.agent.run_turn``'s.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from oamd.agent.envelope._parser import call_key
 from oamd.agent.envelope._prompt import Labels, tool_line
 from oamd.agent.events import ToolCall, ToolCompleted, ToolRecord, ToolStarted, TurnEvent
 from oamd.agent.tools import ToolDefinition, ToolOutput
-from oamd.agent.turn import ToolExecutor, new_call_id
+from oamd.agent.turn_spec import ToolExecutor, new_call_id
 
 __all__ = ["TurnCalls"]
 

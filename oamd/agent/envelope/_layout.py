@@ -22,7 +22,7 @@ from oamd.agent.envelope._prompt import (
     history_window,
     render_body,
 )
-from oamd.agent.turn import TurnSpec
+from oamd.agent.turn_spec import TurnSpec
 from oamd.backends.base import ChatMessage, estimate_tokens
 
 __all__ = ["StepLayout", "StepThread", "fits"]

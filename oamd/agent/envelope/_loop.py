@@ -69,7 +69,7 @@ from oamd.agent.events import (
 )
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolDefinition
-from oamd.agent.turn import NoToolExecutor, ToolExecutor, TurnSpec
+from oamd.agent.turn_spec import NoToolExecutor, ToolExecutor, TurnSpec
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,

@@ -16,7 +16,7 @@ from oamd.agent.envelope._json_reader import CompletionWatch, streaming_value
 from oamd.agent.events import PartialValue, TurnEvent, TurnUsage
 from oamd.agent.step_log import StepTimer
 from oamd.agent.stream import Pace, StepStream
-from oamd.agent.turn import RetryPolicy
+from oamd.agent.turn_spec import RetryPolicy
 from oamd.backends.base import (
     GenerationRequest,
     LanguageModel,

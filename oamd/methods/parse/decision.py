@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from oamd.errors import InvalidParams, LimitReached
-from oamd.game.decision import DecisionOption
-from oamd.game.npc import NpcStore
-from oamd.game.npc_prompt import render_value
-from oamd.game.persona import Persona
+from oamd.game.decision.request import DecisionOption
+from oamd.game.npc.npc import NpcStore
+from oamd.game.npc.persona import Persona
+from oamd.game.npc.prompt import render_value
 from oamd.limits import MAX_DECISION_OPTIONS
 from oamd.methods.parse.npc import parse_persona
 

@@ -7,15 +7,15 @@ the field (``persona.goals``), and reports unknown fields as warnings.
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Any
 
 from oamd.agent.footprint import json_size
 from oamd.agent.tools import ToolChoice
 from oamd.errors import InvalidParams
 from oamd.game._paths import merging
-from oamd.game.npc import Npc, NpcUpdate, check_tool_names, tool_names
-from oamd.game.persona import (
+from oamd.game.npc.npc import Npc, NpcUpdate, check_tool_names, tool_names
+from oamd.game.npc.persona import (
     DEFAULT_SECRETS_THRESHOLD,
     EMOTIONS,
     MAX_PLAYER_OPTIONS,
@@ -34,6 +34,8 @@ from oamd.methods.parse.tools import (
 )
 
 __all__ = [
+    "OPTION_FIELDS",
+    "PERSONA_FIELDS",
     "measure_npc",
     "memory_to_wire",
     "merge_patch",
@@ -46,7 +48,21 @@ __all__ = [
     "read_update",
 ]
 
-_PERSONA_KEYS = tuple(f.name for f in fields(Persona))
+PERSONA_FIELDS = (
+    ("name", "name"),
+    ("role", "role"),
+    ("personality", "personality"),
+    ("speakingStyle", "speaking_style"),
+    ("backstory", "backstory"),
+    ("goals", "goals"),
+    ("secrets", "secrets"),
+    ("knowledge", "knowledge"),
+    ("defaultEmotion", "default_emotion"),
+    ("maxSentences", "max_sentences"),
+)
+"""Each persona key of the wire and the ``Persona`` field it sets, in the order a save lists them."""
+_PERSONA_KEYS = tuple(key for key, _ in PERSONA_FIELDS)
+_PERSONA_FIELD = dict(PERSONA_FIELDS)
 
 
 def parse_persona(value: Any, path: str = "persona") -> tuple[Persona, list[str]]:
@@ -68,19 +84,48 @@ def parse_persona(value: Any, path: str = "persona") -> tuple[Persona, list[str]
         kwargs[key] = tuple(p.opt_strings(key) or ())
     kwargs["defaultEmotion"] = match_emotion(p.get("defaultEmotion")) or "neutral"
     kwargs["maxSentences"] = p.opt_int("maxSentences", 2)
-    return Persona(**kwargs), warnings
+    return Persona(**{_PERSONA_FIELD[key]: value for key, value in kwargs.items()}), warnings
 
 
 def persona_to_wire(persona: Persona) -> dict[str, Any]:
     """The persona as saved (``npc/state``) and as ``npc/update`` merges over."""
     out: dict[str, Any] = {}
-    for f in fields(persona):
-        value = getattr(persona, f.name)
-        out[f.name] = list(value) if isinstance(value, tuple) else value
+    for key, name in PERSONA_FIELDS:
+        value = getattr(persona, name)
+        out[key] = list(value) if isinstance(value, tuple) else value
     return out
 
 
-_OPTION_NAMES = tuple(f.name for f in fields(NpcOptions))
+OPTION_FIELDS = (
+    ("toolChoice", "tool_choice"),
+    ("groundingTool", "grounding_tool"),
+    ("maxToolRounds", "max_tool_rounds"),
+    ("maxToolCalls", "max_tool_calls"),
+    ("worldReadable", "world_readable"),
+    ("worldWritable", "world_writable"),
+    ("worldContextPaths", "world_context_paths"),
+    ("memoryTools", "memory_tools"),
+    ("maxFacts", "max_facts"),
+    ("maxRelationshipChange", "max_relationship_change"),
+    ("secretsUnlockAtRelationship", "secrets_unlock_at_relationship"),
+    ("replyFormat", "reply_format"),
+    ("emotions", "emotions"),
+    ("playerOptionCount", "player_option_count"),
+    ("canEndConversation", "can_end_conversation"),
+    ("extraInstructions", "extra_instructions"),
+    ("compactAfterTurns", "compact_after_turns"),
+    ("keepRecentTurns", "keep_recent_turns"),
+    ("fallbackOnGuardrail", "fallback_on_guardrail"),
+    ("fallbackLines", "fallback_lines"),
+    ("temperature", "temperature"),
+    ("maximumResponseTokens", "maximum_response_tokens"),
+    ("barkMaximumTokens", "bark_maximum_tokens"),
+    ("toolTimeoutSeconds", "tool_timeout_seconds"),
+)
+"""Each NPC option key of the wire and the ``NpcOptions`` field it sets, in the order a save
+lists them (the reference's)."""
+_OPTION_NAMES = tuple(key for key, _ in OPTION_FIELDS)
+_OPTION_FIELD = dict(OPTION_FIELDS)
 _MEMORY_TOOL_NAMES = {"rememberfact": "rememberFact", "changerelationship": "changeRelationship"}
 
 
@@ -192,14 +237,14 @@ def parse_npc_options(
     temperature = p.opt_number("temperature", minimum=0)
     if temperature is not None:
         changes["temperature"] = temperature
-    return replace(base, **changes), warnings
+    return replace(base, **{_OPTION_FIELD[key]: value for key, value in changes.items()}), warnings
 
 
 def options_to_wire(options: NpcOptions) -> dict[str, Any]:
     """The save form: ``None`` optionals left out (an unset secrets threshold is ``null``)."""
     out: dict[str, Any] = {}
-    for f in fields(options):
-        value = getattr(options, f.name)
+    for key, name in OPTION_FIELDS:
+        value = getattr(options, name)
         if value is None:
             continue
         if isinstance(value, ToolChoice):
@@ -208,8 +253,8 @@ def options_to_wire(options: NpcOptions) -> dict[str, Any]:
             value = list(value)
         elif isinstance(value, float) and value.is_integer():
             value = int(value)  # 120, not 120.0, as the reference writes seconds
-        out[f.name] = value
-    if options.secretsUnlockAtRelationship is None:
+        out[key] = value
+    if options.secrets_unlock_at_relationship is None:
         timeout = out.pop("toolTimeoutSeconds")
         out["secretsUnlockAtRelationship"] = None
         out["toolTimeoutSeconds"] = timeout
@@ -253,7 +298,7 @@ def patched_options(
         merged["toolTimeoutSeconds"] = engine_timeout
     updated, warnings = parse_npc_options(merged)
     if "secretsUnlockAtRelationship" not in merged:
-        updated = replace(updated, secretsUnlockAtRelationship=DEFAULT_SECRETS_THRESHOLD)
+        updated = replace(updated, secrets_unlock_at_relationship=DEFAULT_SECRETS_THRESHOLD)
     return updated, warnings
 
 

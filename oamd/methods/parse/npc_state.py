@@ -13,7 +13,7 @@ from oamd.agent.entries import RESPONSE, kind_of
 from oamd.agent.history import History
 from oamd.agent.prompt import turn_starts
 from oamd.errors import InvalidParams
-from oamd.game.npc import Npc
+from oamd.game.npc.npc import Npc
 from oamd.methods.parse.npc import memory_to_wire, options_to_wire, persona_to_wire
 from oamd.methods.parse.transcript import export_transcript, import_transcript
 

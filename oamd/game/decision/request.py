@@ -14,11 +14,11 @@ from oamd.agent.events import TurnResult
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import TurnSpec, one_off_turn
+from oamd.agent.turn_spec import TurnSpec, one_off_turn
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import ModelError
-from oamd.game.npc_prompt import render_value, sentence, text_list
-from oamd.game.persona import Persona
+from oamd.game.npc.persona import Persona
+from oamd.game.npc.prompt import render_value, sentence, text_list
 
 __all__ = [
     "Choice",

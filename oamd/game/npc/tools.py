@@ -14,9 +14,9 @@ from typing import Any
 from oamd.agent.footprint import json_size
 from oamd.agent.schema import compile_schema
 from oamd.agent.tools import ToolDefinition, ToolOutput
-from oamd.game.npc import Npc
-from oamd.game.npc_prompt import attitude, render_value
-from oamd.game.persona import Memory, NpcOptions, clamp_relationship
+from oamd.game.npc.npc import Npc
+from oamd.game.npc.persona import Memory, NpcOptions, clamp_relationship
+from oamd.game.npc.prompt import attitude, render_value
 from oamd.game.world import (
     read_tool_description,
     read_world_tool,
@@ -101,7 +101,7 @@ def _local(name: str, description: str, schema: dict[str, Any], run: Any) -> Too
 
 def memory_tool_definitions(options: NpcOptions, draft: MemoryDraft) -> list[ToolDefinition]:
     tools = []
-    if "rememberFact" in options.memoryTools:
+    if "rememberFact" in options.memory_tools:
 
         async def remember(args: dict[str, Any]) -> ToolOutput:
             return draft.remember(args.get("fact"))
@@ -125,8 +125,8 @@ def memory_tool_definitions(options: NpcOptions, draft: MemoryDraft) -> list[Too
                 remember,
             )
         )
-    if "changeRelationship" in options.memoryTools:
-        limit = max(1, options.maxRelationshipChange)
+    if "changeRelationship" in options.memory_tools:
+        limit = max(1, options.max_relationship_change)
 
         async def change(args: dict[str, Any]) -> ToolOutput:
             return draft.change_relationship(args.get("delta"))
@@ -208,8 +208,8 @@ def npc_world_tools(npc: Npc) -> list[ToolDefinition]:
     world = npc.world_state
     if world is None:
         return []
-    readable = list(npc.options.worldReadable)
-    writable = list(npc.options.worldWritable)
+    readable = list(npc.options.world_readable)
+    writable = list(npc.options.world_writable)
 
     async def read(args: dict[str, Any]) -> ToolOutput:
         return read_world_tool(world, args.get("path", ""), readable)
@@ -227,4 +227,6 @@ def npc_world_tools(npc: Npc) -> list[ToolDefinition]:
 
 def new_draft(npc: Npc) -> MemoryDraft:
     """An empty draft over the NPC's committed memory, with its limits."""
-    return MemoryDraft(npc.memory.copy(), npc.options.maxFacts, npc.options.maxRelationshipChange)
+    return MemoryDraft(
+        npc.memory.copy(), npc.options.max_facts, npc.options.max_relationship_change
+    )

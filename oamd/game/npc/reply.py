@@ -1,10 +1,11 @@
-"""One NPC dialogue turn (§6 ``npc/talk``): tools first, then an emotion and a spoken line.
+"""An NPC's reply in one dialogue turn (§6 ``npc/talk``) on a full-size model: tools first, then an
+emotion and a spoken line (a small model's is ``npc.compact_reply``'s; ``npc.turns`` picks).
 
 Reply formats: ``structured`` (a schema of ``emotion``, ``line``, ``player_options``,
 ``ends_conversation``), ``text`` (``[emotion] line``), and ``automatic``: structured and, when
 the guardrails block it (or the model refuses), one plain-text retry with tools off that reuses
 the facts already looked up. A turn still blocked answers with a rotated fallback line when
-``fallbackOnGuardrail`` (the exchange is not kept; staged memory is dropped; world writes stay).
+``fallback_on_guardrail`` (the exchange is not kept; staged memory is dropped; world writes stay).
 ``LineTracker`` follows the line as it streams and reports emotion, deltas and resets so they add
 up exactly to the final line.
 """
@@ -18,17 +19,17 @@ from typing import Any
 
 from oamd.agent.events import PartialValue, TextUpdated, ToolRecord, TurnEvent, TurnUsage
 from oamd.agent.policy import ToolPolicy
-from oamd.agent.run import run_turn
+from oamd.agent.run_turn import run_turn
 from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import ToolExecutor, one_off_turn
+from oamd.agent.turn_spec import ToolExecutor, one_off_turn
 from oamd.backends.base import Sampling
 from oamd.errors import InvalidRequest, ModelError
-from oamd.game.npc import Npc
-from oamd.game.npc_prompt import render_value
-from oamd.game.npc_tools import MemoryDraft
-from oamd.game.persona import match_emotion
+from oamd.game.npc.npc import Npc
+from oamd.game.npc.persona import match_emotion
+from oamd.game.npc.prompt import render_value
+from oamd.game.npc.tools import MemoryDraft
 
 __all__ = [
     "LineTracker",
@@ -96,7 +97,7 @@ def _streaming_line(raw: str, speaker: str) -> str | None:
 
 def reply_schema(npc: Npc) -> CompiledSchema:
     o, name = npc.options, npc.persona.name
-    n = max(1, npc.persona.maxSentences)
+    n = max(1, npc.persona.max_sentences)
     properties: dict[str, Any] = {
         "emotion": {
             "type": "string",
@@ -112,7 +113,7 @@ def reply_schema(npc: Npc) -> CompiledSchema:
             ),
         },
     }
-    count = max(0, min(4, o.playerOptionCount))
+    count = max(0, min(4, o.player_option_count))
     if count:
         properties["player_options"] = {
             "type": "array",
@@ -121,7 +122,7 @@ def reply_schema(npc: Npc) -> CompiledSchema:
             "minItems": count,
             "maxItems": count,
         }
-    if o.canEndConversation:
+    if o.can_end_conversation:
         properties["ends_conversation"] = {
             "type": "boolean",
             "description": f"true only if {name} ends the conversation now.",
@@ -152,16 +153,16 @@ def parse_text_reply(text: str, npc: Npc) -> tuple[str, str]:
     emotion = match_emotion(tag) if tag is not None else None
     if emotion not in npc.options.emotions:
         emotion = None
-    return emotion or npc.persona.defaultEmotion, spoken_line(rest, npc.persona.name)
+    return emotion or npc.persona.default_emotion, spoken_line(rest, npc.persona.name)
 
 
 def parse_structured_reply(value: Any, npc: Npc) -> tuple[str, str, list[str], bool]:
     o = npc.options
     if not isinstance(value, dict):
-        return npc.persona.defaultEmotion, "", [], False
+        return npc.persona.default_emotion, "", [], False
     emotion = match_emotion(value.get("emotion"))
     if emotion not in o.emotions:
-        emotion = npc.persona.defaultEmotion
+        emotion = npc.persona.default_emotion
     line = (
         spoken_line(value["line"], npc.persona.name) if isinstance(value.get("line"), str) else ""
     )
@@ -174,8 +175,8 @@ def parse_structured_reply(value: Any, npc: Npc) -> tuple[str, str, list[str], b
         if cleaned and cleaned.lower() not in seen:
             seen.add(cleaned.lower())
             options.append(cleaned)
-    count = max(0, min(4, o.playerOptionCount))
-    ends = o.canEndConversation and value.get("ends_conversation") is True
+    count = max(0, min(4, o.player_option_count))
+    ends = o.can_end_conversation and value.get("ends_conversation") is True
     return emotion, line, options[:count], ends
 
 
@@ -268,12 +269,12 @@ def talk_policy(npc: Npc, tools: list[ToolDefinition], choice: ToolChoice | None
     """The tool policy of a talk turn: ``choice``, else the grounding tool or the options'."""
     o = npc.options
     if choice is None:
-        choice = ToolChoice("tool", o.groundingTool) if o.groundingTool else o.toolChoice
+        choice = ToolChoice("tool", o.grounding_tool) if o.grounding_tool else o.tool_choice
     if not tools:
         choice = ToolChoice("none")
     elif choice.mode == "tool" and not any(t.name == choice.name for t in tools):
         raise InvalidRequest(f"Tool '{choice.name}' is not available to {npc.persona.name}.")
-    return ToolPolicy(choice=choice, max_rounds=o.maxToolRounds, max_calls=o.maxToolCalls)
+    return ToolPolicy(choice=choice, max_rounds=o.max_tool_rounds, max_calls=o.max_tool_calls)
 
 
 async def run_talk(
@@ -292,8 +293,8 @@ async def run_talk(
     """Runs the turn (``pace``: ``run_turn``'s); raises ``ModelError`` when it fails and no
     fallback applies."""
     o = npc.options
-    sampling = Sampling(temperature=o.temperature, max_tokens=o.maximumResponseTokens)
-    structured = o.replyFormat in ("automatic", "structured")
+    sampling = Sampling(temperature=o.temperature, max_tokens=o.maximum_response_tokens)
+    structured = o.reply_format in ("automatic", "structured")
     spec = one_off_turn(
         npc.model,
         instructions,
@@ -310,7 +311,7 @@ async def run_talk(
         if exc.name not in BLOCKED:
             raise
         records = list(exc.turn_records)
-        if o.replyFormat != "automatic":
+        if o.reply_format != "automatic":
             return _fallback(npc, records, tracker, exc)
         retry = one_off_turn(
             npc.model,
@@ -343,11 +344,11 @@ async def run_talk(
 def _fallback(
     npc: Npc, records: list[ToolRecord], tracker: LineTracker, exc: ModelError
 ) -> TalkOutcome:
-    if not npc.options.fallbackOnGuardrail:
+    if not npc.options.fallback_on_guardrail:
         raise exc
     outcome = TalkOutcome(
         line=npc.next_fallback_line(),
-        emotion=npc.persona.defaultEmotion,
+        emotion=npc.persona.default_emotion,
         records=records,
         is_fallback=True,
         commits_memory=False,

@@ -2,7 +2,7 @@
 
 ``npc_instructions`` renders the reference's way, recomputed each turn from the committed memory;
 ``persona_instructions`` also serves barks and decisions (``actor``); ``game_state`` is the
-``worldContextPaths`` summary that grounds a line without a tool round.
+``world_context_paths`` summary that grounds a line without a tool round.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 
-from oamd.game.npc import MEMORY_TOOLS, Npc
-from oamd.game.persona import Memory, Persona
+from oamd.game.npc.npc import MEMORY_TOOLS, Npc
+from oamd.game.npc.persona import Memory, Persona
 
 __all__ = [
     "attitude",
@@ -46,7 +46,7 @@ def persona_lines(persona: Persona) -> list[str]:
     lines = []
     for label, value in (
         ("Personality", persona.personality),
-        ("Speaking style", persona.speakingStyle),
+        ("Speaking style", persona.speaking_style),
         ("Background", persona.backstory),
     ):
         if value.strip():
@@ -125,13 +125,13 @@ def npc_instructions(npc: Npc, tool_names: list[str]) -> str:
     """The system text of a dialogue turn: persona, rules, tool hints, then the memory note."""
     o = npc.options
     extra = []
-    if o.extraInstructions and o.extraInstructions.strip():
-        extra.append(o.extraInstructions.strip())
+    if o.extra_instructions and o.extra_instructions.strip():
+        extra.append(o.extra_instructions.strip())
     if "remember_fact" in tool_names:
         extra.append("- When the player tells you something worth remembering, call remember_fact.")
     if "change_relationship" in tool_names:
         extra.append("- When the player clearly pleases or offends you, call change_relationship.")
-    if o.replyFormat == "text":
+    if o.reply_format == "text":
         extra.append(
             "- Begin every reply with your current emotion in square brackets, such as [happy] or "
             "[angry]."
@@ -141,17 +141,17 @@ def npc_instructions(npc: Npc, tool_names: list[str]) -> str:
         extra="\n".join(extra),
         uses_tools=any(name not in MEMORY_TOOLS for name in tool_names),
         secrets=npc.secrets_visibility(),
-        max_sentences=npc.persona.maxSentences,
+        max_sentences=npc.persona.max_sentences,
     )
-    note = memory_note(npc.memory, "changeRelationship" in o.memoryTools)
+    note = memory_note(npc.memory, "changeRelationship" in o.memory_tools)
     return f"{text}\n\n{note}" if note else text
 
 
 def game_state(npc: Npc) -> str | None:
-    """The ``worldContextPaths`` summarized for the prompt (grounding without a tool round)."""
-    if npc.world_state is None or not npc.options.worldContextPaths:
+    """The ``world_context_paths`` summarized for the prompt (grounding without a tool round)."""
+    if npc.world_state is None or not npc.options.world_context_paths:
         return None
-    return npc.world_state.summary(list(npc.options.worldContextPaths)) or None
+    return npc.world_state.summary(list(npc.options.world_context_paths)) or None
 
 
 def compact_instructions(npc: Npc) -> str:
@@ -161,7 +161,7 @@ def compact_instructions(npc: Npc) -> str:
     role = p.role.strip()
     parts = [f"You are {p.name}, {role.removesuffix('.')}." if role else f"You are {p.name}."]
     parts += [
-        sentence(text) for text in (p.personality, p.speakingStyle, p.backstory) if text.strip()
+        sentence(text) for text in (p.personality, p.speaking_style, p.backstory) if text.strip()
     ]
     for label, items in (("You want", p.goals), ("You know", p.knowledge)):
         text = text_list(items)
@@ -175,15 +175,15 @@ def compact_instructions(npc: Npc) -> str:
         )
     elif secret and visibility == "shareable":
         parts.append(f"Your secret: {secret} The player has earned your trust; you may share it.")
-    if "changeRelationship" in o.memoryTools or memory.relationship != 0:
+    if "changeRelationship" in o.memory_tools or memory.relationship != 0:
         parts.append(f"You feel {attitude(memory.relationship)} toward the player.")
     facts = text_list(memory.facts)
     if facts:
         parts.append(f"You remember: {facts}")
     if memory.summary and memory.summary.strip():
         parts.append(f"Earlier: {sentence(memory.summary)}")
-    if o.extraInstructions and o.extraInstructions.strip():
-        parts.append(o.extraInstructions.strip())
+    if o.extra_instructions and o.extra_instructions.strip():
+        parts.append(o.extra_instructions.strip())
     # no rule about length or voice: the chat roles make the voice, and a reply stops at its
-    # ``maxSentences``-th sentence while it decodes (every step sends this text again)
+    # ``max_sentences``-th sentence while it decodes (every step sends this text again)
     return " ".join(parts)

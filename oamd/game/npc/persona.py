@@ -1,8 +1,8 @@
 """An NPC's persona, options and memory (§6) as typed values, with their defaults.
 
 Reading them from params, writing their save form and the ``npc/update`` merge rules are the
-adapters' (``oamd.methods.parse.npc``); the field names of ``Persona`` and ``NpcOptions`` are the
-protocol's, so a save lists them in the reference's order.
+adapters' (``oamd.methods.parse.npc``, which maps each wire key to its field here); the fields
+of ``Persona`` and ``NpcOptions`` stand in the order a save lists them.
 """
 
 from __future__ import annotations
@@ -95,47 +95,47 @@ class Persona:
     name: str
     role: str = ""
     personality: str = ""
-    speakingStyle: str = ""
+    speaking_style: str = ""
     backstory: str = ""
     goals: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
     knowledge: tuple[str, ...] = ()
-    defaultEmotion: str = "neutral"
-    maxSentences: int = 2
+    default_emotion: str = "neutral"
+    max_sentences: int = 2
 
 
 @dataclass(frozen=True)
 class NpcOptions:
     """Every NPC option with its default, in the order saves list them."""
 
-    toolChoice: ToolChoice = ToolChoice("explicit")
-    groundingTool: str | None = None
-    maxToolRounds: int = 2
-    maxToolCalls: int = 6
-    worldReadable: tuple[str, ...] = ("",)
-    worldWritable: tuple[str, ...] = ()
-    worldContextPaths: tuple[str, ...] = ()
-    memoryTools: tuple[str, ...] = ()
-    maxFacts: int = 12
-    maxRelationshipChange: int = 10
-    secretsUnlockAtRelationship: int | None = DEFAULT_SECRETS_THRESHOLD
-    replyFormat: str = "automatic"
+    tool_choice: ToolChoice = ToolChoice("explicit")
+    grounding_tool: str | None = None
+    max_tool_rounds: int = 2
+    max_tool_calls: int = 6
+    world_readable: tuple[str, ...] = ("",)
+    world_writable: tuple[str, ...] = ()
+    world_context_paths: tuple[str, ...] = ()
+    memory_tools: tuple[str, ...] = ()
+    max_facts: int = 12
+    max_relationship_change: int = 10
+    secrets_unlock_at_relationship: int | None = DEFAULT_SECRETS_THRESHOLD
+    reply_format: str = "automatic"
     emotions: tuple[str, ...] = EMOTIONS
-    playerOptionCount: int = 3
-    canEndConversation: bool = True
-    extraInstructions: str | None = None
-    compactAfterTurns: int = 8
-    keepRecentTurns: int = 2
-    fallbackOnGuardrail: bool = True
-    fallbackLines: tuple[str, ...] = ()
+    player_option_count: int = 3
+    can_end_conversation: bool = True
+    extra_instructions: str | None = None
+    compact_after_turns: int = 8
+    keep_recent_turns: int = 2
+    fallback_on_guardrail: bool = True
+    fallback_lines: tuple[str, ...] = ()
     temperature: float | None = None
-    maximumResponseTokens: int | None = None
-    barkMaximumTokens: int = 48
-    toolTimeoutSeconds: float = DEFAULT_TOOL_TIMEOUT_SECONDS
+    maximum_response_tokens: int | None = None
+    bark_maximum_tokens: int = 48
+    tool_timeout_seconds: float = DEFAULT_TOOL_TIMEOUT_SECONDS
 
     @property
     def fallback_pool(self) -> tuple[str, ...]:
-        lines = tuple(line.strip() for line in self.fallbackLines if line.strip())
+        lines = tuple(line.strip() for line in self.fallback_lines if line.strip())
         return lines or DEFAULT_FALLBACK_LINES
 
 

@@ -18,9 +18,9 @@ from typing import Any
 from oamd.agent.envelope import SentenceWatch, chat_messages, chat_window, turn_facts
 from oamd.agent.events import ToolRecord, TurnEvent, TurnUsage
 from oamd.agent.policy import ToolPolicy
-from oamd.agent.run import run_turn
+from oamd.agent.run_turn import run_turn
 from oamd.agent.tools import ToolChoice
-from oamd.agent.turn import ToolExecutor, one_off_turn
+from oamd.agent.turn_spec import ToolExecutor, one_off_turn
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -29,8 +29,8 @@ from oamd.backends.base import (
     TextDelta,
     Usage,
 )
-from oamd.game.decision import Choice, DecisionRequest
-from oamd.game.npc_prompt import render_value, sentence, text_list
+from oamd.game.decision.request import Choice, DecisionRequest
+from oamd.game.npc.prompt import render_value, sentence, text_list
 
 __all__ = ["decide_compact"]
 

@@ -1,10 +1,10 @@
 """NPCs (§6): the ``Npc`` itself (a persona, a conversation, a memory, client tools and an
 optional world), the names of its tools, and the store of one connection's NPCs.
 
-Rendering its prompt is ``npc_prompt``'s, its memory and world tools ``npc_tools``', running its
-turns ``npc_turns``' (its save format is the adapters': ``oamd.methods.parse.npc_state``). What an NPC holds (``held_bytes``) is its
-history and its ``footprint``: persona, options, memory, client tool definitions and model spec,
-measured when they are set.
+Rendering its prompt is ``npc.prompt``'s, its memory and world tools ``npc.tools``', running its
+turns ``npc.turns``' (its save format is the adapters': ``oamd.methods.parse.npc_state``). What an
+NPC holds (``held_bytes``) is its history and its ``footprint``: persona, options, memory, client
+tool definitions and model spec, measured when they are set.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from oamd.agent.store import ObjectStore
 from oamd.agent.tools import ToolDefinition
 from oamd.backends.base import LanguageModel
 from oamd.errors import InvalidParams, LimitReached, NpcExists, NpcNotFound
-from oamd.game.persona import Memory, NpcOptions, Persona, summary_size
+from oamd.game.npc.persona import Memory, NpcOptions, Persona, summary_size
 from oamd.limits import MAX_NPCS, MAX_TOOLS
 
 __all__ = [
@@ -61,7 +61,7 @@ class Npc:
     fallback_count: int = 0
     choice_priors: dict[Any, tuple[float, ...]] = field(default_factory=dict)
     """A small model's likelihoods of closed answers after a neutral exchange, by system text
-    and question (``oamd.game.talk_compact``); not saved, read again when needed."""
+    and question (``oamd.game.npc.compact_reply``); not saved, read again when needed."""
     footprint: Footprint = field(default_factory=Footprint)
     """Everything but the history, measured part by part (``set_memory``, ``NpcUpdate``)."""
 
@@ -97,7 +97,7 @@ class Npc:
 
     def secrets_visibility(self) -> str:
         """``hidden``, ``shareable`` or ``guarded`` (threshold ``null``)."""
-        threshold = self.options.secretsUnlockAtRelationship
+        threshold = self.options.secrets_unlock_at_relationship
         if threshold is None:
             return "guarded"
         return "shareable" if self.memory.relationship >= threshold else "hidden"
@@ -105,13 +105,13 @@ class Npc:
 
 def tool_names(options: NpcOptions, client: list[str], has_world: bool) -> list[str]:
     names = list(client)
-    if has_world and options.worldReadable:
+    if has_world and options.world_readable:
         names.append("read_world_state")
-    if has_world and options.worldWritable:
+    if has_world and options.world_writable:
         names.append("update_world_state")
-    if "rememberFact" in options.memoryTools:
+    if "rememberFact" in options.memory_tools:
         names.append("remember_fact")
-    if "changeRelationship" in options.memoryTools:
+    if "changeRelationship" in options.memory_tools:
         names.append("change_relationship")
     return names
 
@@ -140,13 +140,13 @@ def check_tool_names(names: list[str], options: NpcOptions) -> None:
                 "read_world_state, update_world_state, remember_fact and change_relationship)."
             )
         seen.add(name)
-    grounding = options.groundingTool
+    grounding = options.grounding_tool
     if grounding is not None and grounding not in seen:
         raise InvalidParams(
             f"groundingTool '{grounding}' is not one of the NPC's tools: {', '.join(names)}."
         )
-    if options.toolChoice.mode == "tool" and options.toolChoice.name not in seen:
-        raise InvalidParams(f"toolChoice names unknown tool '{options.toolChoice.name}'.")
+    if options.tool_choice.mode == "tool" and options.tool_choice.name not in seen:
+        raise InvalidParams(f"toolChoice names unknown tool '{options.tool_choice.name}'.")
 
 
 class NpcStore(ObjectStore[Npc]):

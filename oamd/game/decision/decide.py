@@ -1,7 +1,7 @@
 """The decision service: ``decide`` makes one decision, ``decide_many`` several at a time.
 
 A decision with one option answers at once; a small model that scores text (``compact_prompts``
-and ``scores_text``) scores each option (``decision_compact``); any other runs one turn under the
+and ``scores_text``) scores each option (``decision.compact``); any other runs one turn under the
 decision schema (``DecisionRequest.spec``). A guardrail block or refusal falls back to the
 request's fallback option when it has one.
 """
@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 import anyio
 
 from oamd.agent.events import ToolRecord, TurnEvent, TurnUsage
-from oamd.agent.run import run_turn
-from oamd.agent.turn import ToolExecutor
+from oamd.agent.run_turn import run_turn
+from oamd.agent.turn_spec import ToolExecutor
 from oamd.backends.base import LanguageModel
 from oamd.errors import ModelError
-from oamd.game.decision import Choice, DecisionRequest
-from oamd.game.decision_compact import decide_compact
+from oamd.game.decision.compact import decide_compact
+from oamd.game.decision.request import Choice, DecisionRequest
 
 __all__ = ["Decision", "DecisionJob", "decide", "decide_many"]
 

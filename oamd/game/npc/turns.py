@@ -22,24 +22,24 @@ from oamd.agent.events import TurnEvent
 from oamd.agent.history import entries_size
 from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
-from oamd.agent.run import run_turn
+from oamd.agent.run_turn import run_turn
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import NoToolExecutor, ToolExecutor, TurnSpec, one_off_turn
+from oamd.agent.turn_spec import NoToolExecutor, ToolExecutor, TurnSpec, one_off_turn
 from oamd.backends.base import Sampling
 from oamd.errors import ModelError
-from oamd.game.npc import Npc
-from oamd.game.npc_prompt import (
+from oamd.game.npc.compact_reply import compact_prompt, prime_choices, run_compact_talk
+from oamd.game.npc.npc import Npc
+from oamd.game.npc.persona import Memory
+from oamd.game.npc.prompt import (
     compact_instructions,
     game_state,
     npc_instructions,
     persona_instructions,
     render_value,
 )
-from oamd.game.npc_tools import MemoryDraft, new_draft, npc_tools, npc_world_tools
-from oamd.game.persona import Memory
-from oamd.game.talk import LineTracker, TalkOutcome, run_talk, spoken_line, talk_prompt
-from oamd.game.talk_compact import compact_prompt, prime_choices, run_compact_talk
+from oamd.game.npc.reply import LineTracker, TalkOutcome, run_talk, spoken_line, talk_prompt
+from oamd.game.npc.tools import MemoryDraft, new_draft, npc_tools, npc_world_tools
 
 __all__ = [
     "KeptTalk",
@@ -173,23 +173,23 @@ def compaction_instructions(name: str) -> str:
 
 
 def compaction_due(npc: Npc) -> bool:
-    """Whether the kept turns reach ``max(compactAfterTurns, keepRecentTurns + 1)``."""
+    """Whether the kept turns reach ``max(compact_after_turns, keep_recent_turns + 1)``."""
     o = npc.options
-    return bool(o.compactAfterTurns) and npc.turn_count >= max(
-        o.compactAfterTurns, o.keepRecentTurns + 1
+    return bool(o.compact_after_turns) and npc.turn_count >= max(
+        o.compact_after_turns, o.keep_recent_turns + 1
     )
 
 
 async def compact(npc: Npc, op: Operation) -> None:
-    """Folds all but the ``keepRecentTurns`` latest turns into the memory's summary (background
+    """Folds all but the ``keep_recent_turns`` latest turns into the memory's summary (background
     work: a model failure leaves the NPC as it was)."""
     o = npc.options
     entries = npc.history.entries
     starts = turn_starts(entries)
-    if len(starts) <= o.keepRecentTurns:
+    if len(starts) <= o.keep_recent_turns:
         op.commit()
         return
-    cut = starts[len(starts) - o.keepRecentTurns] if o.keepRecentTurns else len(entries)
+    cut = starts[len(starts) - o.keep_recent_turns] if o.keep_recent_turns else len(entries)
     if compact_turns(npc):
         spec = compact_summary_spec(npc)
     else:
@@ -242,10 +242,10 @@ _NO_TOOLS = NoToolExecutor("no tools during compaction")
 
 
 def bark_spec(npc: Npc, situation: Any) -> TurnSpec:
-    """A one-off ambient line: no history, memory or tools, at most ``barkMaximumTokens``."""
+    """A one-off ambient line: no history, memory or tools, at most ``bark_maximum_tokens``."""
     instructions = persona_instructions(
         npc.persona,
-        extra=npc.options.extraInstructions,
+        extra=npc.options.extra_instructions,
         uses_tools=False,
         secrets="hidden",
         max_sentences=1,
@@ -255,7 +255,7 @@ def bark_spec(npc: Npc, situation: Any) -> TurnSpec:
     prompt = f"Game state:\n{state}\n" if state else ""
     prompt += f"Situation: {text or 'An ordinary moment.'}\nPlayer: (The player says nothing.)"
     o = npc.options
-    sampling = Sampling(temperature=o.temperature, max_tokens=o.barkMaximumTokens)
+    sampling = Sampling(temperature=o.temperature, max_tokens=o.bark_maximum_tokens)
     return one_off_turn(npc.model, instructions, prompt, sampling=sampling)
 
 

@@ -1,7 +1,7 @@
 """The vocabulary of a turn: what one turn is given, its settings, its retries and its call ids.
 
 It is the bottom floor of the turn: both tool loops (``oamd.agent.native``, ``oamd.agent.envelope``)
-build on it and the dispatcher (``oamd.agent.run``) sits above them, so nothing here imports a
+build on it and the dispatcher (``oamd.agent.run_turn``) sits above them, so nothing here imports a
 loop. ``TurnSettings`` holds the defaults of every per-turn knob once; ``RetryPolicy`` is the one
 rule both loops retry model failures by; ``one_off_turn`` builds the spec of every turn that has
 no session (NPC lines and barks, decisions, content, summaries).

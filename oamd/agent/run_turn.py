@@ -1,6 +1,6 @@
 """The turn dispatcher: runs one turn in the tool loop the model's capabilities call for.
 
-It is the top floor of the turn: the vocabulary (``oamd.agent.turn``) is below both loops, the
+It is the top floor of the turn: the vocabulary (``oamd.agent.turn_spec``) is below both loops, the
 loops (``oamd.agent.native`` for models with a tool-call API, ``oamd.agent.envelope`` for
 text-only ones) are below this module, so no import runs back up. Committing the result is the
 caller's. Each turn is logged at debug level (``turn``: its steps, tool calls, tokens, time);
@@ -20,7 +20,7 @@ from oamd.agent.events import TurnEvent, TurnResult
 from oamd.agent.native import run_native_turn
 from oamd.agent.stream import Pace
 from oamd.agent.trace import CURRENT_TRACE, TURN_TRACER, TurnTrace
-from oamd.agent.turn import ToolExecutor, TurnSpec
+from oamd.agent.turn_spec import ToolExecutor, TurnSpec
 from oamd.log import debug_enabled, get_logger
 
 __all__ = ["run_turn"]

@@ -1,17 +1,17 @@
-"""An NPC's dialogue turn on a small model (``capabilities.compact_prompts``): the words as free
-text, only what must be closed chosen from a closed set.
+"""An NPC's reply in one dialogue turn on a small model (``capabilities.compact_prompts``): the
+words as free text, only what must be closed chosen from a closed set.
 
 A model of a few hundred million parameters writes a passable in-character sentence as plain chat
 and garbles the same sentence inside a JSON object (``"line": "🍌🍌🍌"``, ``emotion:``). So the
 turn is: the tool loop in the compact layout (which tool, if any, read off the model's likelihoods;
 ``oamd.agent.envelope``), then the line as free text, ending at a newline or once the persona's
-``maxSentences`` are complete; then, where the backend scores texts, the emotion and whether the
+``max_sentences`` are complete; then, where the backend scores texts, the emotion and whether the
 line ends the conversation chosen by likelihood — each answer's lift over its likelihood after a
 neutral exchange, since a small model says ``yes`` and ``happy`` to nearly anything — and the
-player's options written as one numbered list. A line the guard (``oamd.game.line_guard``) refuses
-is written once more with hotter sampling and a harder repetition penalty, then replaced by a
-fallback line as the reference's fallback rule says (the exchange is not kept). Scripted models
-never come here: the reference's tests script exact lines.
+player's options written as one numbered list. A line the guard (``oamd.game.npc.line_guard``)
+refuses is written once more with hotter sampling and a harder repetition penalty, then replaced
+by a fallback line as the reference's fallback rule says (the exchange is not kept). Scripted
+models never come here: the reference's tests script exact lines.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from oamd.agent.entries import RESPONSE, kind_of, with_text
 from oamd.agent.envelope import chat_messages, chat_window, regenerate_reply, turn_facts
 from oamd.agent.events import TurnEvent, TurnResult, TurnUsage
 from oamd.agent.history import History
-from oamd.agent.run import run_turn
+from oamd.agent.run_turn import run_turn
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn import ToolExecutor, TurnSpec, one_off_turn
+from oamd.agent.turn_spec import ToolExecutor, TurnSpec, one_off_turn
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -38,10 +38,16 @@ from oamd.backends.base import (
     Usage,
 )
 from oamd.errors import ModelError
-from oamd.game.line_guard import RESIDUE, clean_line, line_problems, strip_stage_directions, words
-from oamd.game.npc import Npc
-from oamd.game.npc_prompt import render_value
-from oamd.game.talk import LineTracker, TalkOutcome, spoken_line, talk_policy
+from oamd.game.npc.line_guard import (
+    RESIDUE,
+    clean_line,
+    line_problems,
+    strip_stage_directions,
+    words,
+)
+from oamd.game.npc.npc import Npc
+from oamd.game.npc.prompt import render_value
+from oamd.game.npc.reply import LineTracker, TalkOutcome, spoken_line, talk_policy
 
 __all__ = ["compact_prompt", "prime_choices", "run_compact_talk"]
 
@@ -52,7 +58,7 @@ player's words or its own last line."""
 LINE_TOP_P = 0.9
 LINE_REPETITION_PENALTY = 1.2
 LINE_MAX_TOKENS = 64
-"""A line's output cap when ``maximumResponseTokens`` is unset: a few short sentences."""
+"""A line's output cap when ``maximum_response_tokens`` is unset: a few short sentences."""
 
 RETRY_TEMPERATURE = 0.95
 RETRY_REPETITION_PENALTY = 1.4
@@ -101,7 +107,7 @@ async def run_compact_talk(
     sampling = Sampling(
         temperature=LINE_TEMPERATURE if o.temperature is None else o.temperature,
         top_p=LINE_TOP_P,
-        max_tokens=o.maximumResponseTokens or LINE_MAX_TOKENS,
+        max_tokens=o.maximum_response_tokens or LINE_MAX_TOKENS,
         repetition_penalty=LINE_REPETITION_PENALTY,
     )
     spec = one_off_turn(
@@ -114,7 +120,7 @@ async def run_compact_talk(
         history=npc.history,
         labels=("player", name),
         stop=("\n",),
-        max_sentences=max(1, npc.persona.maxSentences),
+        max_sentences=max(1, npc.persona.max_sentences),
     )
     result = await run_turn(spec, emit, execute, pace=pace)
     line = clean_line(result.text, name)
@@ -143,8 +149,8 @@ async def run_compact_talk(
     ]
     said = [*_conversation(spec, result), ChatMessage("assistant", line)]
     emotion = await _emotion(npc, said, usage)
-    ends = o.canEndConversation and await _ends_conversation(npc, said, usage)
-    options = await _player_options(npc, said, line, usage) if o.playerOptionCount else []
+    ends = o.can_end_conversation and await _ends_conversation(npc, said, usage)
+    options = await _player_options(npc, said, line, usage) if o.player_option_count else []
     outcome = TalkOutcome(line, emotion, options, ends, list(result.records), usage)
     outcome.entries = entries
     tracker.finish(line, emotion)
@@ -152,11 +158,11 @@ async def run_compact_talk(
 
 
 def _fallback(npc: Npc, result: TurnResult, tracker: LineTracker) -> TalkOutcome:
-    if not npc.options.fallbackOnGuardrail:
+    if not npc.options.fallback_on_guardrail:
         raise ModelError("generation_failed", "The model wrote no usable line, twice.")
     outcome = TalkOutcome(
         line=npc.next_fallback_line(),
-        emotion=npc.persona.defaultEmotion,
+        emotion=npc.persona.default_emotion,
         records=list(result.records),
         usage=result.usage,
         is_fallback=True,
@@ -188,7 +194,7 @@ async def prime_choices(npc: Npc, instructions: str) -> None:
     usage = TurnUsage()
     if len(npc.options.emotions) > 1:
         await _prior(npc, said, _emotion_question(npc), list(npc.options.emotions), usage)
-    if npc.options.canEndConversation:
+    if npc.options.can_end_conversation:
         await _prior(npc, said, _goodbye_question(npc), ["no", "yes"], usage)
 
 
@@ -240,7 +246,7 @@ async def _emotion(npc: Npc, said: list[ChatMessage], usage: TurnUsage) -> str:
         return emotions[0]
     lift = await _choose(npc, said, _emotion_question(npc), emotions, usage)
     if lift is None:
-        return npc.persona.defaultEmotion
+        return npc.persona.default_emotion
     return emotions[max(range(len(emotions)), key=lift.__getitem__)]
 
 
@@ -252,9 +258,9 @@ async def _ends_conversation(npc: Npc, said: list[ChatMessage], usage: TurnUsage
 async def _player_options(
     npc: Npc, said: list[ChatMessage], line: str, usage: TurnUsage
 ) -> list[str]:
-    """Up to ``playerOptionCount`` replies for the player, written as one numbered list (the
+    """Up to ``player_option_count`` replies for the player, written as one numbered list (the
     answer starts with ``1.``, which is what keeps a small model to the list form)."""
-    count = max(0, min(4, npc.options.playerOptionCount))
+    count = max(0, min(4, npc.options.player_option_count))
     question = f"What could the player answer? Give {count} short replies, one per line."
     request = GenerationRequest(
         [*said, ChatMessage("user", question)],
