@@ -100,7 +100,6 @@ BACKEND_PLUGIN = [
     "TextDelta",
     "ToolCallRequest",
     "ToolSpec",
-    "TurnSnapshot",
     "UnconfiguredModel",
     "Usage",
     "estimate_tokens",
