@@ -68,6 +68,16 @@ def test_an_unclosed_reasoning_block_is_no_answer():
     assert filtered(["<think>", "Let me think about the price of ale"]) == ""
 
 
+def test_a_long_reasoning_block_is_held_in_constant_memory():
+    reasoning = ReasoningFilter()
+    reasoning.feed("<think>")
+    for _ in range(20_000):
+        assert reasoning.feed("I weigh the ale against the stew. ") == ""
+        assert len(reasoning._held) < len("</think>")
+    assert reasoning.feed("</thi") == ""
+    assert reasoning.feed("nk>\n\nStew.") == "Stew."
+
+
 def test_the_empty_block_that_switches_thinking_off_is_dropped_too():
     assert filtered([NO_THINKING + "Aye."]) == "Aye."
 

@@ -41,6 +41,9 @@ class ReasoningFilter:
         if self._state == "inside":
             end = self._held.find(CLOSE)
             if end < 0:
+                # only a tail that may start "</think>" is kept: a model that thinks at length
+                # (or never stops) costs constant memory and each piece is scanned once
+                self._held = self._held[-(len(CLOSE) - 1) :]
                 return ""
             self._held = self._held[end + len(CLOSE) :]
             self._state = "after"
