@@ -182,11 +182,8 @@ def fast_form(source: Path, folder: Path | None, threads: int, target: str) -> F
         copy = folder / f"{key}.{label}.gguf"
         verdict_file = folder / f"{key}.{label}.json"
         verdict = _read_verdict(verdict_file)
-        if verdict is not None:
-            if verdict.get("kept") and copy.is_file():
-                return FastForm(copy, f"a {label} copy measured faster")
-            if not verdict.get("kept"):
-                return FastForm(source, f"a {label} copy measured no faster")
+        if verdict is not None and (copy.is_file() or not verdict.get("kept")):
+            return _chosen(source, copy, label, kept=bool(verdict.get("kept")))
         folder.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         _quantize(source, copy, threads, TARGETS[target])
@@ -220,6 +217,10 @@ def fast_form(source: Path, folder: Path | None, threads: int, target: str) -> F
     except (ImportError, OSError, RuntimeError, ValueError) as exc:
         log.warning("model_fast_form_failed", source=str(source), error=str(exc))
         return FastForm(source, "as stored (no faster copy could be made)")
+    return _chosen(source, copy, label, kept=kept)
+
+
+def _chosen(source: Path, copy: Path, label: str, *, kept: bool) -> FastForm:
     if kept:
         return FastForm(copy, f"a {label} copy measured faster")
     return FastForm(source, f"a {label} copy measured no faster")
