@@ -19,7 +19,7 @@ from oamd.agent.envelope import run_envelope_turn
 from oamd.agent.events import TurnEvent, TurnResult
 from oamd.agent.native import run_native_turn
 from oamd.agent.stream import Pace
-from oamd.agent.trace import CURRENT_TRACE, TURN_TRACER, TurnTrace
+from oamd.agent.trace import CURRENT_TRACE, TurnTrace, begin_trace, report_finished
 from oamd.agent.turn_spec import ToolExecutor, TurnSpec
 from oamd.log import debug_enabled, get_logger
 
@@ -44,8 +44,7 @@ async def run_turn(
         ModelError: the turn failed after its retries.
         InvalidRequest: ``{"tool": name}`` names a tool the turn does not have (text-only models).
     """
-    tracer = TURN_TRACER.get()
-    trace = tracer.begin(spec) if tracer is not None else None
+    trace = begin_trace(spec)
     if trace is not None:
         return await _traced(trace, spec, emit, execute, sleep, pace)
     return await _run(spec, emit, execute, sleep, pace)
@@ -63,11 +62,11 @@ async def _traced(
     try:
         result = await _run(spec, emit, execute, sleep, pace)
     except BaseException as exc:
-        trace.finished(None, exc)
+        report_finished(trace, None, exc)
         raise
     finally:
         CURRENT_TRACE.reset(token)
-    trace.finished(result, None)
+    report_finished(trace, result, None)
     return result
 
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from oamd.agent.trace import CURRENT_TRACE, StepFigures
+from oamd.agent.trace import CURRENT_TRACE, StepFigures, report_step
 from oamd.backends.base import GenerationRequest, LanguageModel, ToolCallRequest, Usage
 from oamd.log import debug_enabled, get_logger
 
@@ -67,7 +67,8 @@ class StepTimer:
         decode_ms = round((now - first) * 1000, 1)
         total_ms = round((now - self._started) * 1000, 1)
         if trace is not None:
-            trace.step(
+            report_step(
+                trace,
                 StepFigures(
                     self._model.name,
                     self._request,
@@ -80,7 +81,7 @@ class StepTimer:
                     decode_ms,
                     total_ms,
                     outcome,
-                )
+                ),
             )
         if not debug_enabled():
             return

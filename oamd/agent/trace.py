@@ -6,7 +6,9 @@ each step's timer (``oamd.agent.step_log``) hands that trace the step's figures:
 the backend received it, the raw text and tool calls it answered with, tokens and times. Nothing
 is gathered, copied or kept here: with no tracer a turn costs one context lookup and each step
 another. What a trace keeps, and how much, is the tracer's; it runs on the protocol's path, so it
-must neither block nor raise.
+must not block, and what it raises is contained here (``begin_trace``, ``report_step``,
+``report_finished``: logged with its traceback and dropped), so a turn's result never depends on
+whether it is watched.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from oamd.backends.base import GenerationRequest, ToolCallRequest
+from oamd.log import get_logger
 
 if TYPE_CHECKING:
     from oamd.agent.events import TurnResult
@@ -28,7 +31,12 @@ __all__ = [
     "StepFigures",
     "TurnTrace",
     "TurnTracer",
+    "begin_trace",
+    "report_finished",
+    "report_step",
 ]
+
+log = get_logger("oamd.agent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +79,34 @@ TURN_TRACER: ContextVar[TurnTracer | None] = ContextVar("oamd_turn_tracer", defa
 
 CURRENT_TRACE: ContextVar[TurnTrace | None] = ContextVar("oamd_current_trace", default=None)
 """The trace of the turn running in this task, set by ``run_turn`` while it runs."""
+
+
+def begin_trace(spec: TurnSpec) -> TurnTrace | None:
+    """The trace of a turn starting in this context (``None``: no tracer, it declined, or it
+    raised, which is logged: the turn runs untraced)."""
+    tracer = TURN_TRACER.get()
+    if tracer is None:
+        return None
+    try:
+        return tracer.begin(spec)
+    except Exception:
+        log.exception("turn_tracer_failed", hook="begin")
+        return None
+
+
+def report_step(trace: TurnTrace, figures: StepFigures) -> None:
+    """Hands ``trace`` a step; what it raises is logged and dropped."""
+    try:
+        trace.step(figures)
+    except Exception:
+        log.exception("turn_tracer_failed", hook="step")
+
+
+def report_finished(
+    trace: TurnTrace, result: TurnResult | None, error: BaseException | None
+) -> None:
+    """Tells ``trace`` the turn ended; what it raises is logged and dropped."""
+    try:
+        trace.finished(result, error)
+    except Exception:
+        log.exception("turn_tracer_failed", hook="finished")

@@ -22,8 +22,11 @@ from oamd.errors import LimitReached, SubscriptionNotFound, WorldExists, WorldNo
 from oamd.game._paths import Segments, overlaps, parse_path
 from oamd.game.world import Change, WorldState, write_world_state
 from oamd.limits import MAX_SUBSCRIPTIONS, MAX_WORLDS
+from oamd.log import get_logger
 
 __all__ = ["ChangeSink", "Subscription", "WorldStore", "write_world_tool"]
+
+log = get_logger("oamd.game")
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +195,10 @@ class WorldStore(ObjectStore[WorldState]):
 
     def _changed(self, world_id: str, changes: list[Change]) -> None:
         if self.watch is not None:
-            self.watch(world_id, changes)
+            try:
+                self.watch(world_id, changes)
+            except Exception:  # an observer (the inspector): never the write's failure
+                log.exception("world_watch_failed", world=world_id)
         if self.on_change is not None and any(
             s.world == world_id for s in self._subscriptions.values()
         ):

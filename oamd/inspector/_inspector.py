@@ -31,6 +31,7 @@ import orjson
 from anyio.abc import SocketListener, TaskStatus
 
 from oamd.agent.trace import TURN_TRACER
+from oamd.inspector._encode import encode
 from oamd.inspector._http import EventStream, HttpRequest, HttpResponse, serve_http
 from oamd.inspector._record import Recorder
 from oamd.inspector._views import (
@@ -256,7 +257,7 @@ class Inspector:
     def _api(self, path: list[str]) -> HttpResponse | EventStream:
         recorder = self.recorder
         if path == ["events"]:
-            hello = orjson.dumps({"pid": os.getpid()})
+            hello = encode({"pid": os.getpid()})
             events = recorder.subscribe()
             return EventStream(
                 events,
@@ -295,7 +296,7 @@ class _Ready:
 
 
 def _json(status: int, value: Any) -> HttpResponse:
-    return HttpResponse(status, orjson.dumps(value))
+    return HttpResponse(status, encode(value))
 
 
 @cache

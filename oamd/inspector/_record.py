@@ -22,10 +22,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import orjson
 from anyio.abc import SocketAttribute
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from oamd.inspector._encode import encode
 from oamd.inspector._preview import preview
 from oamd.inspector._turns import TurnRecord, now_ms, turn_event
 from oamd.limits import (
@@ -207,7 +207,12 @@ class Recorder:
         is not called."""
         if not self._feeds:
             return
-        frame = b"event: " + event.encode() + b"\ndata: " + orjson.dumps(make()) + b"\n\n"
+        try:
+            data = encode(make())
+        except Exception:  # a defect in an event's builder: that event is lost, nothing else
+            log.exception("inspector_event_failed", event=event)
+            return
+        frame = b"event: " + event.encode() + b"\ndata: " + data + b"\n\n"
         for feed in list(self._feeds):
             try:
                 feed.send_nowait(frame)
