@@ -6,6 +6,7 @@ __all__ = [
     "AUTH_TIMEOUT_SECONDS",
     "DEFAULT_TOOL_TIMEOUT_SECONDS",
     "DRAIN_SECONDS",
+    "INSPECT_MAX_HEAD_BYTES",
     "INSPECT_MAX_PAGE_CONNECTIONS",
     "INSPECT_MESSAGE_CHARS",
     "INSPECT_OUTPUT_CHARS",
@@ -238,3 +239,7 @@ disconnected (it reconnects and reloads) rather than slowing the daemon."""
 
 INSPECT_MAX_PAGE_CONNECTIONS = 16
 """``--inspect``: HTTP connections the inspector serves at once; one more is answered 503."""
+
+INSPECT_MAX_HEAD_BYTES = 16 * 1024
+"""``--inspect``: longest request head (request line, headers and the blank line after them) the
+page server reads; a longer one is answered 431 and its connection closed."""

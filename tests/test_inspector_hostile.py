@@ -5,6 +5,7 @@ bounded as docs/INSPECTOR.md says."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,6 +20,7 @@ from conftest import memory_daemon
 from oamd.agent.trace import TURN_TRACER
 from oamd.app import default_config, serve_stream
 from oamd.inspector import Inspector
+from oamd.limits import INSPECT_MAX_HEAD_BYTES
 from oamd.rpc.observe import CONNECTION_WATCH
 from oamd.transport import memory_stream_pair
 
@@ -209,3 +211,55 @@ async def test_a_tracer_or_watch_that_raises_never_changes_what_the_protocol_ans
         CONNECTION_WATCH.reset(watch)
         TURN_TRACER.reset(tracer)
     assert watched == unwatched
+
+
+HEAD_LIMIT = 16 * 1024
+"""The request head bound docs/INSPECTOR.md states (``INSPECT_MAX_HEAD_BYTES``)."""
+
+
+def head_of(size: int) -> bytes:
+    """A GET head (request line, headers, blank line) of exactly ``size`` bytes."""
+    start = b"GET /page.js HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: "
+    end = b"\r\n\r\n"
+    return start + b"p" * (size - len(start) - len(end)) + end
+
+
+async def status_of(inspector: Inspector, data: bytes, *, piece: int = 0) -> int:
+    """The status the inspector answers ``data`` with (sent whole, or ``piece`` bytes a write)."""
+
+    async def send_all(stream: ByteStream) -> None:
+        step = piece or len(data)
+        with contextlib.suppress(anyio.BrokenResourceError, OSError):  # refused, and closed
+            for at in range(0, len(data), step):
+                await stream.send(data[at : at + step])
+
+    with anyio.fail_after(10):
+        async with (
+            await anyio.connect_tcp(inspector.host, inspector.port) as stream,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(send_all, stream)
+            answer = b""
+            while b"\r\n" not in answer:
+                answer += await stream.receive()
+    return int(answer.split(b" ", 2)[1])
+
+
+@asynccontextmanager
+async def page_server(tmp_path) -> AsyncIterator[Inspector]:
+    inspector, _ = inspector_for(tmp_path)
+    async with anyio.create_task_group() as tg:
+        await tg.start(inspector.run)
+        yield inspector
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("piece", [0, 1000], ids=["one write", "in pieces"])
+async def test_a_request_head_is_served_up_to_the_documented_bound_and_431_past_it(tmp_path, piece):
+    assert INSPECT_MAX_HEAD_BYTES == HEAD_LIMIT
+    async with page_server(tmp_path / "p") as inspector:
+        at_limit = await status_of(inspector, head_of(HEAD_LIMIT), piece=piece)
+        past = await status_of(inspector, head_of(HEAD_LIMIT + 1), piece=piece)
+        far_past = await status_of(inspector, head_of(64 * 1024 - 1), piece=piece)
+        after = await status_of(inspector, head_of(200))
+    assert (at_limit, past, far_past, after) == (200, 431, 431, 200)

@@ -1,7 +1,7 @@
 """The inspector's HTTP/1.1: h11's parser and serializer driven by anyio streams, connections
 kept alive between requests (a page polls).
 
-It owns reading a request head (bounded in size and time), writing a whole response, and
+It owns reading a request head (at most ``INSPECT_MAX_HEAD_BYTES``, else 431; bounded in time), writing a whole response, and
 writing an event stream (Server-Sent Events) from a queue until the queue ends or the page stops
 reading: every write is bounded by ``WRITE_SECONDS``, so a page that does not read holds only its
 own task, never the daemon (its queue, filled without waiting, drops it). At most
@@ -22,15 +22,12 @@ import h11
 from anyio.abc import ByteStream, SocketListener, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from oamd.limits import INSPECT_MAX_PAGE_CONNECTIONS
+from oamd.limits import INSPECT_MAX_HEAD_BYTES, INSPECT_MAX_PAGE_CONNECTIONS
 from oamd.log import get_logger
 
 __all__ = ["EventStream", "HttpRequest", "HttpResponse", "serve_http"]
 
 log = get_logger("oamd.inspector")
-
-MAX_HEAD_BYTES = 16 * 1024
-"""Longest request head (request line and headers); a longer one is answered 431."""
 
 HEAD_SECONDS = 10.0
 """Time a client has to send its next request head (on a kept-alive connection: to start it)
@@ -43,6 +40,13 @@ HEARTBEAT_SECONDS = 15.0
 """An idle event stream sends a comment this often, so a page that went away is noticed."""
 
 RECEIVE_BYTES = 65536
+
+LINGER_SECONDS = 1.0
+"""After refusing a request (431, 400): how long the rest of what the peer sends is read and
+dropped before the connection closes…"""
+
+LINGER_BYTES = 4 * INSPECT_MAX_HEAD_BYTES
+"""…and how many bytes at most."""
 
 EVENT_BATCH_BYTES = 256 * 1024
 """Queued events written to a page in one write at most."""
@@ -111,7 +115,7 @@ async def _serve_one(stream: ByteStream, handle: Handler, active: list[int]) -> 
     active[0] += 1
     try:
         async with stream:
-            conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+            conn = h11.Connection(h11.SERVER, max_incomplete_event_size=INSPECT_MAX_HEAD_BYTES)
             while await _serve_request(stream, conn, handle, active[0]):
                 conn.start_next_cycle()  # keep-alive: a page's fetches reuse their connection
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError, TimeoutError):
@@ -130,6 +134,7 @@ async def _serve_request(
     except h11.RemoteProtocolError as exc:
         status = exc.error_status_hint
         await _respond(stream, conn, HttpResponse(status, b'{"error":"bad request"}'), close=True)
+        await _linger(stream)
         return False
     if request is None:
         return False
@@ -149,27 +154,60 @@ async def _serve_request(
     return conn.our_state is h11.DONE and conn.their_state is h11.DONE
 
 
-async def _next_event(stream: ByteStream, conn: h11.Connection) -> Any:
+async def _linger(stream: ByteStream) -> None:
+    """After refusing a request: half-closes, then reads and drops what the peer still sends
+    (within ``LINGER_SECONDS`` and ``LINGER_BYTES``), so the refusal reaches it instead of a
+    reset for the bytes it sent that were never read."""
+    with (
+        anyio.move_on_after(LINGER_SECONDS),
+        contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError),
+    ):
+        await stream.send_eof()
+        dropped = 0
+        while dropped < LINGER_BYTES:
+            dropped += len(await stream.receive(RECEIVE_BYTES))
+
+
+async def _next_event(stream: ByteStream, conn: h11.Connection) -> tuple[Any, int]:
+    """The next event, and how many bytes were received for it."""
+    received = 0
     while True:
         event = conn.next_event()
         if event is not h11.NEED_DATA:
-            return event
+            return event, received
         try:
             data = await stream.receive(RECEIVE_BYTES)
         except anyio.EndOfStream:
             data = b""
+        received += len(data)
         conn.receive_data(data)
 
 
+async def _read_head(stream: ByteStream, conn: h11.Connection) -> Any:
+    """The next request head's event.
+
+    Raises:
+        h11.RemoteProtocolError: the head is longer than ``INSPECT_MAX_HEAD_BYTES`` (431). h11
+            refuses only a buffer that long still incomplete, and one receive holds more: a
+            whole head that arrived in one piece is measured here.
+    """
+    waiting = len(conn.trailing_data[0])  # a pipelined head already here is part of this one
+    event, received = await _next_event(stream, conn)
+    head = waiting + received - len(conn.trailing_data[0])
+    if isinstance(event, h11.Request) and head > INSPECT_MAX_HEAD_BYTES:
+        raise h11.RemoteProtocolError("request head too long", error_status_hint=431)
+    return event
+
+
 async def _read_request(stream: ByteStream, conn: h11.Connection) -> HttpRequest | None:
-    """The next request, its body read and dropped (at most ``MAX_HEAD_BYTES`` of it: only GET
-    is served); ``None`` when the peer closed instead."""
-    event = await _next_event(stream, conn)
+    """The next request, its body read and dropped (at most ``INSPECT_MAX_HEAD_BYTES`` of it:
+    only GET is served); ``None`` when the peer closed instead."""
+    event = await _read_head(stream, conn)
     if not isinstance(event, h11.Request):
         return None
     body = 0
-    while not isinstance(end := await _next_event(stream, conn), h11.EndOfMessage):
-        if not isinstance(end, h11.Data) or body + len(end.data) > MAX_HEAD_BYTES:
+    while not isinstance(end := (await _next_event(stream, conn))[0], h11.EndOfMessage):
+        if not isinstance(end, h11.Data) or body + len(end.data) > INSPECT_MAX_HEAD_BYTES:
             return None
         body += len(end.data)
     target = urlsplit(event.target.decode("ascii", "replace"))
