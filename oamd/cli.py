@@ -188,7 +188,6 @@ def _inspector(line: CommandLine) -> Inspector | None:
             inspector.close()
             sys.stderr.write(f"oamd {line.command}: {exc}\n")
             raise SystemExit(EXIT_USAGE) from None
-        inspector.announce()  # now, not once stdin has said something: pages queue till then
     return inspector
 
 
@@ -282,7 +281,8 @@ def _serve_stdio(
     tap: ConnectionTap | None,
 ) -> int:
     """A leading ``initialize`` is answered before the event loop's libraries load (not when
-    recording: the recording must see that line and its answer go by)."""
+    recording: the recording must see that line and its answer go by; not when inspecting: the
+    page is served from the event loop, which must not wait for the engine's first line)."""
     from oamd.early_initialize import answer_initialize
     from oamd.methods.state import BridgeState
 
@@ -290,7 +290,7 @@ def _serve_stdio(
     state = None if tap is not None else BridgeState(config)
     try:
         initial = b""
-        if state is not None:
+        if state is not None and inspector is None:
             initial = answer_initialize(registry, state, max_line_bytes=max_line_bytes)
         _tune_malloc()
         import anyio

@@ -63,3 +63,29 @@ def test_oamd_stdio_inspect_announces_its_page_first_and_removes_the_token_file_
     assert not os.path.exists(first["tokenFile"])  # oamd wrote it: gone with the daemon
     (answer,) = [orjson.loads(line) for line in done.stdout.splitlines()]
     assert answer["id"] == 1 and "result" in answer  # stdout: protocol lines only
+
+
+async def test_oamd_stdio_inspect_serves_its_page_while_the_engine_has_sent_nothing(tmp_path):
+    """The page is served from the moment it is announced: run on its own, with stdin open and
+    silent, as docs/INSPECTOR.md shows (it used to wait for the engine's first line)."""
+    token_file = tmp_path / "token"
+    argv = [*OAMD, "stdio", "--inspect", "127.0.0.1:0", "--inspect-token-file", str(token_file)]
+    async with await anyio.open_process(argv) as process:
+        assert process.stdin is not None and process.stderr is not None
+        try:
+            with anyio.fail_after(RUN_SECONDS):
+                err = b""
+                while b"\n" not in err:
+                    err += await process.stderr.receive()
+            announced = orjson.loads(err.split(b"\n", 1)[0])
+            token = token_file.read_text().strip()
+            async with httpx.AsyncClient(base_url=announced["url"], timeout=5) as http:
+                page = await http.get("/")
+                listing = await http.get("/api/daemon", params={"token": token})
+            assert page.status_code == 200 and "page.js" in page.text
+            assert listing.status_code == 200 and listing.json()["connections"][0]["inFlight"] == 0
+            assert process.returncode is None  # still waiting for the engine
+        finally:
+            await process.stdin.aclose()  # end of input: the daemon exits 0
+            with anyio.fail_after(RUN_SECONDS):
+                assert await process.wait() == 0

@@ -191,7 +191,9 @@ class Inspector:
         """Runs ``serve(task_status)`` — the daemon — watched and traced, with the page server
         beside it until it returns. With ``token_file_of``, once ``serve`` reports ready the
         token is read from the file ``token_file_of(ready)`` names (``oamd serve``'s own) and
-        the ``inspector`` line is written (else that is the caller's: ``announce``).
+        the ``inspector`` line is written; without it (``oamd stdio``, whose token is already
+        set), the line is written as soon as the page server accepts, before ``serve`` starts
+        reading: what the line announces is served from then on.
 
         Raises:
             Whatever ``serve`` raises, once the page server has stopped.
@@ -200,6 +202,8 @@ class Inspector:
         failure: BaseException | None = None
         async with anyio.create_task_group() as tg:
             await tg.start(self.run)
+            if token_file_of is None:
+                self.announce()
             try:
                 result = await serve(_Ready(partial(self._ready, token_file_of)))
             except BaseException as exc:
