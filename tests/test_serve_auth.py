@@ -11,9 +11,11 @@ from typing import Any
 
 import anyio
 import pytest
+from anyio.abc import ByteStream
 from serve_harness import line, read_line, read_to_end, serve
 
 from oamd.client import RpcError
+from oamd.limits import MAX_PENDING_AUTH
 
 pytestmark = pytest.mark.anyio
 
@@ -309,3 +311,75 @@ async def test_a_flood_of_peers_that_never_authenticate_leaves_no_memory_behind(
                 grown = rss_mib(daemon.pid) - start
     print(f"RSS grew {grown:.1f} MiB")
     assert grown < 40, f"RSS grew {grown:.0f} MiB"
+
+
+class HeldUntilDropped(ByteStream):
+    """A client's socket whose first write waits until the daemon has closed it: the client
+    connected, and its initialize had not left yet when newer silent peers arrived."""
+
+    def __init__(self, stream: ByteStream) -> None:
+        self._stream = stream
+        self._dropped = anyio.Event()
+        self._held = True
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        try:
+            return await self._stream.receive(max_bytes)
+        except anyio.EndOfStream:
+            self._dropped.set()
+            raise
+
+    async def send(self, item: bytes) -> None:
+        if self._held:
+            self._held = False
+            with anyio.move_on_after(5):  # never dropped: the write goes as it is
+                await self._dropped.wait()
+        await self._stream.send(item)
+
+    async def send_eof(self) -> None:
+        await self._stream.send_eof()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+async def test_a_client_dropped_before_its_initialize_left_reconnects_once_and_is_served(
+    monkeypatch,
+):
+    """8 silent peers wait to authenticate (every --max-pending-auth place); our client connects,
+    and 8 more silent peers arrive before its initialize is written: it is the oldest silent one,
+    so it is dropped. oamd.client connects once more, sends its initialize at once, and is
+    served."""
+    import oamd.client._connect as connect_module
+
+    connected = anyio.Event()
+    opened: list[ByteStream] = []
+    real_connect_tcp = anyio.connect_tcp
+
+    async def connect_tcp(host: str, port: int) -> ByteStream:
+        stream = await real_connect_tcp(host, port)
+        if not opened:
+            stream = HeldUntilDropped(stream)
+        opened.append(stream)
+        connected.set()
+        return stream
+
+    monkeypatch.setattr(connect_module.anyio, "connect_tcp", connect_tcp)
+    async with serve() as daemon:
+        hogs = [await real_connect_tcp(*daemon.tcp) for _ in range(MAX_PENDING_AUTH)]
+
+        async def newer_hogs() -> None:
+            await connected.wait()
+            hogs.extend([await real_connect_tcp(*daemon.tcp) for _ in range(MAX_PENDING_AUTH)])
+
+        try:
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(newer_hogs)
+                    async with daemon.connect("tcp") as client:
+                        assert client.initialized["protocolVersion"] == "1.0"
+                        assert await client.request("ping") == {}
+        finally:
+            for hog in hogs:
+                await hog.aclose()
+    assert len(opened) == 2  # dropped once, then served

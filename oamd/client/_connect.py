@@ -4,8 +4,9 @@ TCP, authenticated with the daemon's token), or any byte stream."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -14,13 +15,17 @@ from anyio.streams.stapled import StapledByteStream
 
 from oamd.client._client import Client
 from oamd.client._daemon import DaemonProcess, daemon_command, daemon_env
-from oamd.client._errors import RpcError
+from oamd.client._errors import ConnectionClosed, RpcError
 from oamd.client._handshake import initialize as send_initialize
 
 __all__ = ["connect_stdio", "connect_stream", "connect_tcp", "connect_unix"]
 
 EXIT_GRACE_SECONDS = 5.0
 """How long leaving a ``connect_stdio`` client waits for the daemon to exit before killing it."""
+
+HANDSHAKE_RECONNECTS = 1
+"""Times a socket client connects again when the daemon closed the connection before answering
+its ``initialize`` (dropped from the pool of connections still to authenticate)."""
 
 
 @asynccontextmanager
@@ -72,19 +77,30 @@ async def connect_stdio(
 
 @asynccontextmanager
 async def _over_socket(
-    stream: ByteStream, token: str | None, initialize: bool, kwargs: dict[str, Any]
+    open_stream: Callable[[], Awaitable[ByteStream]],
+    token: str | None,
+    initialize: bool,
+    kwargs: dict[str, Any],
 ) -> AsyncIterator[Client]:
-    refused: RpcError | None = None
-    async with stream, Client(stream, **kwargs) as client:  # the socket closes whatever happens
-        if initialize:
-            try:
-                client.initialized = await send_initialize(client, token=token)  # type: ignore[attr-defined]
-            except RpcError as exc:
-                refused = exc  # raised once the client is closed, not wrapped in its task group
-        if refused is None:
-            yield client
-    if refused is not None:
-        raise refused
+    """A client over a new ``open_stream()``, ``initialize`` answered first. A connection the
+    daemon closes before answering it is opened once more: ``oamd serve`` drops the oldest
+    silent connection still to authenticate when its pool is full, and under a flood of peers
+    that never speak, ours can be that one in the moment before its first line leaves."""
+    for attempt in range(1 + HANDSHAKE_RECONNECTS):
+        refused: RpcError | ConnectionClosed | None = None
+        stream = await open_stream()
+        async with stream, Client(stream, **kwargs) as client:  # the socket closes whatever happens
+            if initialize:
+                try:
+                    client.initialized = await send_initialize(client, token=token)  # type: ignore[attr-defined]
+                except (RpcError, ConnectionClosed) as exc:
+                    refused = exc  # raised once the client is closed, not wrapped in its task group
+            if refused is None:
+                yield client
+                return
+        if not isinstance(refused, ConnectionClosed) or attempt == HANDSHAKE_RECONNECTS:
+            raise refused
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @asynccontextmanager
@@ -98,10 +114,13 @@ async def connect_unix(
     Raises:
         OSError: nothing listens there.
         RpcError: ``initialize`` was refused (``invalid_message``: token missing or wrong).
+        ConnectionClosed: the daemon closed the connection before answering ``initialize``,
+            and again on the one reconnect (``HANDSHAKE_RECONNECTS``).
     """
     address = "\0" + path[1:] if path.startswith("@") else path
-    stream = await anyio.connect_unix(address)
-    async with _over_socket(stream, token, initialize, kwargs) as client:
+    async with _over_socket(
+        partial(anyio.connect_unix, address), token, initialize, kwargs
+    ) as client:
         yield client
 
 
@@ -114,7 +133,10 @@ async def connect_tcp(
     Raises:
         OSError: nothing listens there.
         RpcError: ``initialize`` was refused (token missing or wrong).
+        ConnectionClosed: the daemon closed the connection before answering ``initialize``,
+            and again on the one reconnect (``HANDSHAKE_RECONNECTS``).
     """
-    stream = await anyio.connect_tcp(host, port)
-    async with _over_socket(stream, token, initialize, kwargs) as client:
+    async with _over_socket(
+        partial(anyio.connect_tcp, host, port), token, initialize, kwargs
+    ) as client:
         yield client
