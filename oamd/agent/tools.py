@@ -20,11 +20,16 @@ import orjson
 from oamd.agent.schema import CompiledSchema
 
 __all__ = [
+    "RESPOND_ACTION",
     "RESPOND_DIRECTLY",
     "ToolChoice",
     "ToolDefinition",
     "ToolOutput",
 ]
+
+RESPOND_ACTION = "respond"
+"""The text-only (envelope) loop's action that means "reply without a tool"; no client tool may be
+named so (open-android-models reserves it too)."""
 
 RESPOND_DIRECTLY = "respond_directly"
 """The built-in tool ``explicit`` offers on the first step: call it to answer without a lookup."""

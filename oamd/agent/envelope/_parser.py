@@ -18,6 +18,7 @@ import orjson
 
 from oamd.agent.envelope._json_reader import first_value, json_candidates
 from oamd.agent.schema import CompiledSchema
+from oamd.agent.tools import RESPOND_ACTION
 
 __all__ = [
     "NOT_AN_OBJECT",
@@ -32,7 +33,7 @@ __all__ = [
     "parse_envelope",
 ]
 
-RESPOND = "respond"
+RESPOND = RESPOND_ACTION
 NOT_AN_OBJECT = "the answer was not a JSON object"
 _NO_ACTION = 'the JSON object has no "action"'
 

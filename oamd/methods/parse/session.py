@@ -90,8 +90,8 @@ def parse_session_options(
     trim = p.opt_bool("trimHistory")
     reserved = p.opt_int("reservedResponseTokens", minimum=0)
     attempts = p.opt_int("maxAttempts", minimum=1)
-    user_label = p.opt_string("userLabel")
-    assistant_label = p.opt_string("assistantLabel")
+    user_label = _label(p, "userLabel")
+    assistant_label = _label(p, "assistantLabel")
     dedupe = p.opt_bool("dedupeToolCalls")
     options = SessionOptions(
         policy=policy,
@@ -108,6 +108,17 @@ def parse_session_options(
         ),
     )
     return options, warnings
+
+
+def _label(p: Params, key: str) -> str | None:
+    """A prompt label (``userLabel``, ``assistantLabel``), trimmed; blank is refused, as
+    open-android-models refuses it (a speaker with no name cannot be told apart)."""
+    label = p.opt_string(key)
+    if label is None:
+        return None
+    if not label.strip():
+        raise InvalidParams(f"Parameter '{p.path(key)}' must not be blank.")
+    return label.strip()
 
 
 def parse_policy_overrides(p: Params) -> dict[str, Any]:

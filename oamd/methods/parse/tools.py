@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from oamd.agent.schema import EMPTY_OBJECT_SCHEMA, compile_schema
-from oamd.agent.tools import ToolChoice, ToolDefinition
+from oamd.agent.tools import RESPOND_ACTION, ToolChoice, ToolDefinition
 from oamd.errors import InvalidParams, LimitReached
 from oamd.jsonvalue import JsonTextError, loads_embedded
 from oamd.limits import MAX_TOOLS, RECOMMENDED_MAX_TOOLS
@@ -53,6 +53,10 @@ def _parse_tool(raw: Any, path: str) -> tuple[ToolDefinition, list[str]]:
         raise InvalidParams(
             f"'{path}.name' must be 1-64 characters of letters, digits, '_', '-' or '.'; "
             f"got '{name}'."
+        )
+    if name == RESPOND_ACTION:  # as open-android-models: the envelope loop's reply action
+        raise InvalidParams(
+            f"'{path}.name' '{name}' is reserved for the model's reply step; choose another name."
         )
     description = p.opt_string("description", "") or ""
     execution = p.opt_string("execution", "client")
