@@ -120,7 +120,9 @@ async def test_a_plain_structured_request_is_the_prompt_then_the_keyed_task(clie
     )
 
 
-async def test_history_is_shown_as_lines_with_the_sessions_labels(client):
+@pytest.mark.parametrize("labels", [("Guest", "Mira"), ("  Guest ", "\tMira\n")], ids=str)
+async def test_history_is_shown_as_lines_with_the_sessions_labels_trimmed(client, labels):
+    user, assistant = labels
     await create(
         client,
         "inn",
@@ -128,7 +130,7 @@ async def test_history_is_shown_as_lines_with_the_sessions_labels(client):
         {"text": "Stew tonight."},
         raw("respond"),
         {"text": "3."},
-        options={"userLabel": "Guest", "assistantLabel": "Mira"},
+        options={"userLabel": user, "assistantLabel": assistant},
     )
     await respond(client, "inn", "What's cooking?")
     await respond(client, "inn", "How much?")
