@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: FORCE test lint format wheel dist ffi dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak eval llama-server clean
+.PHONY: FORCE test lint format wheel dist ffi dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak soak-inspector eval llama-server clean
 
 # llama-cpp-python builds from source (5-13 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
@@ -146,6 +146,13 @@ fuzz: $(STAMP)
 DURATION ?= 600
 soak: $(STAMP)
 	$(PY) tests/soak_run.py --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(if $(FAULT_SERVER),--fault-server)
+
+# Opt-in: TURNS streamed tool turns with hostile request ids through oamd stdio --inspect while API
+# pollers, an event-stream reader and hostile HTTP peers hammer the page server, checked against a
+# run without the inspector (tests/inspector_soak.py; a fast profile runs in make test).
+TURNS ?= 4000
+soak-inspector: $(STAMP)
+	$(PY) tests/inspector_soak.py --turns $(TURNS) $(if $(SEED),--seed $(SEED))
 
 # Live evals (not CI; evals/README.md): the tool-choice scenarios of the sibling project against
 # MODEL (default: the embedded SmolLM2), then an NPC conversation with the share of its lines a
