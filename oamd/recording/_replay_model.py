@@ -10,6 +10,7 @@ step. Token counts and availability are the recorded ones, so what history fits 
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,6 +146,14 @@ class ReplayModel(ScriptedModel):
         return self.source.last_known_availability()
 
 
+def _same_use(was: dict[str, Any], asked: list[Any]) -> bool:
+    """Whether a recorded use's request is ``asked``; an id recorded as its JSON text
+    (``idText``: one no encoder takes) is compared as that text."""
+    if "idText" in was:
+        return was.get("method") == asked[0] and was["idText"] == json.dumps(asked[1])
+    return [was.get("method"), was.get("id")] == asked
+
+
 class UseMatcher:
     """``ModelFactory.bind`` for a replay: the n-th use asked for gets the n-th recorded use's
     script; ``mismatches`` notes a use that another request asked for than in the recording."""
@@ -178,7 +187,7 @@ class UseMatcher:
             recorded = self._scripts[index]
             script = recorded["script"]
             was = recorded.get("use") or {}
-            if [was.get("method"), was.get("id")] != asked:
+            if not _same_use(was, asked):
                 self.mismatches.append(
                     f"use {index + 1}: recorded for {was.get('method')} of request "
                     f"{was.get('id')!r}, asked for by {asked[0]} of request {asked[1]!r}"
