@@ -202,3 +202,23 @@ def test_a_full_disk_leaves_no_part_file_and_the_next_recording_fits(tiny_disk):
     assert list(tiny_disk.iterdir()) == []
     again = stdio(tiny_disk, INITIALIZE, PING)
     assert again.returncode == 0 and len(list(tiny_disk.glob("*.json"))) == 1
+
+
+# ---- a daemon line longer than --max-line-bytes (the input limit) --------------------------------
+
+
+def test_a_daemon_line_longer_than_the_input_line_limit_is_kept_whole_and_replays(tmp_path):
+    ran = subprocess.run(
+        [*OAMD, "stdio", "--record", str(tmp_path), "--max-line-bytes", "1000"],
+        input=INITIALIZE + b"\n" + PING + b"\n",
+        capture_output=True,
+        timeout=RUN_SECONDS,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr.decode()[-2000:]
+    daemon = [
+        e for e in orjson.loads(the_file(tmp_path).read_bytes())["lines"] if e["from"] == "daemon"
+    ]
+    assert len(orjson.dumps(daemon[0]["line"])) > 1000  # initialize's result
+    played = replay(the_file(tmp_path))
+    assert played.returncode == 0, played.stdout + played.stderr
