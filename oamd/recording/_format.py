@@ -28,7 +28,8 @@ import orjson
 from oamd import __version__
 from oamd.backends.base import Availability, ModelCapabilities
 from oamd.jsonvalue import nests_deeper_than, without_lone_surrogates
-from oamd.limits import MAX_JSON_DEPTH
+from oamd.limits import MAX_JSON_DEPTH, MAX_RECORDING_FILE_BYTES
+from oamd.recording._check import RecordingError, check_document
 from oamd.recording._log import CLIENT, LineLog
 from oamd.recording._model import AvailabilityLog, Budget, UseLog
 from oamd.recording._redact import REDACTED, redact_line
@@ -58,10 +59,6 @@ fails loudly rather than answering something nobody recorded."""
 EXPAND = {"daemon": 1, "system": 3, "uses": 4}
 """How deep each top-level member is laid out one item per line (below that, compact JSON);
 ``lines`` has one line of the conversation per line of the file."""
-
-
-class RecordingError(ValueError):
-    """The file is not a recording ``oamd replay`` can play; the message says why."""
 
 
 @dataclass
@@ -279,13 +276,22 @@ def write_document(path: Path, recorded: RecordedConnection) -> None:
 
 
 def read_recording(path: Path) -> dict[str, Any]:
-    """The recording in ``path``, checked enough for a replay to rely on its shape.
+    """The recording in ``path``, checked whole (``check_document``): a replay relies on its
+    shape, and a file larger than ``MAX_RECORDING_FILE_BYTES`` is not read.
 
     Raises:
-        RecordingError: not readable, not a recording, another version, or truncated.
+        RecordingError: not readable, too large, not a recording, another version, truncated, or
+            a member the replay reads is malformed (the message names it).
     """
     try:
-        document = orjson.loads(path.read_bytes())
+        with path.open("rb") as file:
+            data = file.read(MAX_RECORDING_FILE_BYTES + 1)
+        if len(data) > MAX_RECORDING_FILE_BYTES:
+            raise RecordingError(
+                f"{path}: larger than {MAX_RECORDING_FILE_BYTES} bytes, more than any recording "
+                "(MAX_RECORDING_FILE_BYTES); not read."
+            )
+        document = orjson.loads(data)
     except OSError as exc:
         raise RecordingError(f"{path}: cannot be read ({exc.strerror or exc}).") from exc
     except orjson.JSONDecodeError as exc:
@@ -302,7 +308,8 @@ def read_recording(path: Path) -> dict[str, Any]:
             f"{path}: truncated (the connection passed the recording limit), so it cannot be "
             "played back to its end."
         )
-    for key, kind in (("uses", list), ("lines", list), ("daemon", dict), ("system", dict)):
-        if not isinstance(document.get(key), kind):
-            raise RecordingError(f"{path}: '{key}' is missing or not a {kind.__name__}.")
+    try:
+        check_document(document)
+    except RecordingError as exc:
+        raise RecordingError(f"{path}: {exc}") from None
     return document

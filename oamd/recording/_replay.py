@@ -22,7 +22,7 @@ import orjson
 from anyio.abc import ByteStream
 
 from oamd.app import default_config, serve_stream
-from oamd.limits import MAX_CONNECTION_BYTES, MAX_LINE_BYTES, MAX_SESSIONS
+from oamd.limits import MAX_CONNECTION_BYTES, MAX_LINE_BYTES, MAX_SESSIONS, MAX_TIMEOUT_SECONDS
 from oamd.recording._diff import Difference, compare_lines, exchanges, is_streamed
 from oamd.recording._log import CLIENT, DAEMON
 from oamd.recording._replay_model import ReplaySystem, UseMatcher
@@ -34,6 +34,8 @@ LINE_WAIT_SECONDS = 10.0
 """How much longer than the recorded pause a client line waits for the daemon lines before it."""
 END_WAIT_SECONDS = 30.0
 """How long the daemon may take, after the last client line, to send the rest and close."""
+OVERSIZED_PIECE = b"x" * (1 << 20)
+"""What an oversized line is sent again as, piece by piece, after its recorded head."""
 SETTLE_SECONDS = 0.2
 """A recording whose client never closed its input: how long to wait for stray lines after the
 last expected one before the replay ends the connection."""
@@ -57,11 +59,23 @@ def _client_bytes(entry: dict[str, Any]) -> bytes:
     if "line" in entry:
         return orjson.dumps(entry["line"]) + b"\n"
     if "text" in entry:
-        return str(entry["text"]).encode() + b"\n"
-    if "base64" in entry:
-        return base64.b64decode(entry["base64"]) + b"\n"
-    head = str(entry.get("head", "")).encode()
-    return head + b"x" * max(0, int(entry.get("oversized", 0)) - len(head)) + b"\n"
+        return str(entry["text"]).encode("utf-8", "surrogatepass") + b"\n"
+    return base64.b64decode(entry["base64"]) + b"\n"
+
+
+async def _send(stream: ByteStream, entry: dict[str, Any]) -> None:
+    """Sends a client line; an oversized one at its recorded size, from one reused piece (the
+    size was checked against ``MAX_REPLAYED_OVERSIZED_BYTES``; nothing is allocated from it)."""
+    if "oversized" not in entry:
+        await stream.send(_client_bytes(entry))
+        return
+    head = str(entry.get("head", "")).encode("utf-8", "surrogatepass")
+    await stream.send(head)
+    left = entry["oversized"] - len(head)
+    while left > 0:
+        await stream.send(OVERSIZED_PIECE[: min(left, len(OVERSIZED_PIECE))])
+        left -= len(OVERSIZED_PIECE)
+    await stream.send(b"\n")
 
 
 def _streamed(line: Any) -> tuple[bytes, int] | None:
@@ -186,7 +200,9 @@ def _config(document: dict[str, Any], matcher: UseMatcher, system: ReplaySystem)
 
 async def _feed(document: dict[str, Any], daemon: _Daemon, notes: list[str]) -> None:
     entries = document["lines"]
-    recorded_calls = {ident: key for key, ident in _daemon_requests(_daemon_lines(entries))}
+    recorded_calls = {
+        orjson.dumps(ident): key for key, ident in _daemon_requests(_daemon_lines(entries))
+    }
     stable = 0
     streamed: dict[bytes, int] = {}
     """Request → characters of text recorded streaming for it, while it was unanswered."""
@@ -202,7 +218,7 @@ async def _feed(document: dict[str, Any], daemon: _Daemon, notes: list[str]) -> 
             if (answered := _answered(entry.get("line"))) is not None:
                 streamed.pop(answered, None)  # its lines are counted by ``stable``
             continue
-        wait = LINE_WAIT_SECONDS + max(0.0, at - last_at)
+        wait = LINE_WAIT_SECONDS + min(max(0.0, at - last_at), MAX_TIMEOUT_SECONDS)
         if not await daemon.wait_for(stable, wait, streamed):
             notes.append(
                 f"client line {number}: {max(0, stable - daemon.stable)} daemon lines and "
@@ -211,11 +227,12 @@ async def _feed(document: dict[str, Any], daemon: _Daemon, notes: list[str]) -> 
             )
         last_at = at
         line = entry.get("line")
-        if type(line) is dict and "method" not in line and line.get("id") in recorded_calls:
-            ident = daemon.calls.get(recorded_calls[line["id"]])
+        call = orjson.dumps(line.get("id")) if type(line) is dict and "method" not in line else None
+        if call in recorded_calls:
+            ident = daemon.calls.get(recorded_calls[call])
             if ident is not None:  # the reply to a tool/call: our daemon named that call so
                 entry = {**entry, "line": {**line, "id": ident}}
-        await daemon.stream.send(_client_bytes(entry))
+        await _send(daemon.stream, entry)
     if closed_at is not None:  # a hang-up cancels what runs: after the text it had streamed
         await daemon.wait_for(stable, LINE_WAIT_SECONDS, streamed)
         await daemon.stream.send_eof()
