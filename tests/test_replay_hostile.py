@@ -138,6 +138,9 @@ HOSTILE: dict[str, Callable[[dict[str, Any]], str]] = {
         lambda d: "system", "availability", {"availability": [3]}
     ),
     "a use that is a string": _use_is_a_string,
+    "a script error that is an object": setting(
+        lambda d: "uses[0]", "script", {"type": "scripted", "steps": [{"error": {}}]}
+    ),
 }
 
 
