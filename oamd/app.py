@@ -122,7 +122,8 @@ ConnectionTap = Callable[
     ["ByteStream", ModelFactory], AbstractAsyncContextManager[tuple["ByteStream", ModelFactory]]
 ]
 """Sees one connection (``--record``): given its stream and models, it yields the stream and models
-to serve it with, and its block ends once the connection has closed."""
+to serve it with, and its block ends once the connection has closed. A tap that has a
+``keep_secret(text)`` method is given the socket token by ``oamd serve``, which it must not keep."""
 
 
 def _loader(module: str) -> Any:

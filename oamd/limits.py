@@ -32,7 +32,10 @@ __all__ = [
     "MAX_PENDING_AUTH",
     "MAX_PREAUTH_LINE_BYTES",
     "MAX_QUEUED_OPERATIONS",
+    "MAX_RECORDED_SECONDS",
     "MAX_RECORDING_BYTES",
+    "MAX_RECORDING_FILE_BYTES",
+    "MAX_REPLAYED_OVERSIZED_BYTES",
     "MAX_SAFE_INTEGER",
     "MAX_SCRIPT_CHUNKS",
     "MAX_SESSIONS",
@@ -202,6 +205,20 @@ MAX_RECORDING_BYTES = 64 * 1024 * 1024
 """What one connection's recording (``--record``) may hold: its lines both ways and its model
 steps. Past it nothing more is kept, the file says ``"truncated": true`` and ``oamd replay``
 refuses it (a recording that stops halfway cannot be played back)."""
+
+MAX_RECORDING_FILE_BYTES = 4 * MAX_RECORDING_BYTES
+"""The largest file ``oamd replay`` reads: a recording's ``MAX_RECORDING_BYTES`` written as JSON
+(escapes, base64, layout) with room to spare. A larger file is refused (exit 2) unread."""
+
+MAX_RECORDED_SECONDS = 366 * 86400.0
+"""Latest time (``at``, ``clientClosedAt``, seconds into the connection) a recording may state;
+``oamd replay`` refuses a file with a later, negative or non-finite one (exit 2). A client line
+waits at most ``MAX_TIMEOUT_SECONDS`` of its recorded pause (no daemon wait is longer)."""
+
+MAX_REPLAYED_OVERSIZED_BYTES = 1024 * 1024 * 1024
+"""The most bytes the oversized lines of one recording may stand for together: the replay sends
+each again at its recorded size (from one reused piece, never allocated whole), so this bounds its
+time. A recording past it is refused (exit 2)."""
 
 RECORDING_WRITE_SECONDS = 30.0
 """How long writing a closed connection's recording may take (in a worker thread) before the

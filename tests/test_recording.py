@@ -21,10 +21,12 @@ from recording_support import (
     said,
 )
 
+from oamd.backends.scripted import ScriptedModel, parse_script
 from oamd.recording import RecordingError, play, read_recording
 
 pytestmark = pytest.mark.anyio
 
+USAGE = {"inputTokens": 30, "cachedInputTokens": 0, "outputTokens": 9}
 ITEM = {
     "type": "object",
     "properties": {"name": {"type": "string"}, "price": {"type": "integer"}},
@@ -174,6 +176,42 @@ async def test_a_cancelled_turn_replays_as_cancelled(tmp_path):
     assert step["cancelled"] is True and step["delayMs"] == 86_400_000
     outcome = await replayed(document)
     assert outcome.differences == []
+
+
+class StallsAfterItsText(ScriptedModel):
+    """Streams its step's text, then never ends (a model cut off mid-answer)."""
+
+    async def generate(self, request):
+        async for event in super().generate(request):
+            yield event
+        await anyio.sleep_forever()
+
+
+async def test_a_turn_cancelled_mid_stream_replays_its_streamed_text_before_the_wait(tmp_path):
+    steps, fallback = parse_script(
+        {"steps": [{"text": "Halt! Who goes there, stranger?", "chunks": 3, "usage": USAGE}]}
+    )
+    async with recorded_daemon(StallsAfterItsText(steps, fallback), tmp_path) as client:
+        await client.request("session/create", {"session": "s"})
+        with anyio.fail_after(10):
+            turn = await client.start(
+                "session/respond", {"session": "s", "prompt": "Hi.", "stream": True}
+            )
+            await client.next_message(
+                lambda m: (
+                    m.get("method") == "session/event"
+                    and m["params"]["event"].get("type") == "text"
+                    and "stranger" in m["params"]["event"].get("text", "")
+                )
+            )
+            await client.request("session/cancel", {"session": "s"})
+            response = await client.wait(turn)
+    assert response["error"]["data"]["code"] == "cancelled"
+    document = only_recording(tmp_path)
+    (step,) = next(u for u in document["uses"] if u.get("owner") == "s")["script"]["steps"]
+    assert step["cancelled"] is True and step["text"] == "Halt! Who goes there, stranger?"
+    outcome = await replayed(document)
+    assert outcome.notes == [] and outcome.differences == []
 
 
 async def test_decisions_that_share_a_model_get_their_own_steps_in_any_order(tmp_path):

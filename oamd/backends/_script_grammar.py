@@ -161,8 +161,9 @@ def _calls(raw: Any, path: str) -> tuple[ToolCallRequest, ...]:
 
 def _error(raw: dict[str, Any], path: str, delay: int, usage: Usage | None) -> ScriptStep:
     code = raw["error"]
-    if code not in MODEL_ERROR_NAMES:
-        raise InvalidParams(f"'{path}.error' must be one of: {_ERROR_CODES}; got '{code}'.")
+    if not isinstance(code, str) or code not in MODEL_ERROR_NAMES:  # {} is not hashable
+        shown = f"'{code}'" if isinstance(code, str) else _shown(code)
+        raise InvalidParams(f"'{path}.error' must be one of: {_ERROR_CODES}; got {shown}.")
     message = raw.get("message")
     if message is not None and not isinstance(message, str):
         raise InvalidParams(f"Parameter '{path}.message' must be a string; got {_shown(message)}.")

@@ -3,8 +3,9 @@
 ``TappedStream`` wraps the connection's byte stream and hands every chunk to a ``LineLog``, which
 only cuts and keeps bytes: decoding, redacting and encoding wait for the file, which is written in a
 worker thread once the connection has closed, so the event loop does no JSON work for a recording.
-A line longer than the daemon's line limit keeps only its size and first bytes (the daemon refuses
-it unread anyway), and everything stays within the connection's ``Budget``.
+A client line longer than the daemon's line limit keeps only its size and first bytes (the daemon
+refuses it unread anyway); a daemon line is kept whole (the replay compares it), one longer than
+the whole ``Budget`` marking the recording truncated; everything stays within the ``Budget``.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ class LineLog:
             self._oversized[side] += len(piece)
             return
         partial = self._partial[side]
-        if len(partial) + len(piece) > self._max_line_bytes:
+        limit = self._max_line_bytes if side == CLIENT else self._budget.left
+        if len(partial) + len(piece) > limit:
             self._oversized[side] = len(partial) + len(piece)
             del partial[HEAD_BYTES:]
             partial += piece[: max(0, HEAD_BYTES - len(partial))]
@@ -79,6 +81,9 @@ class LineLog:
         line, size = bytes(partial), self._oversized[side] or None
         partial.clear()
         self._oversized[side] = 0
+        if side == DAEMON and size is not None:
+            self._budget.spend(size + 32)  # cannot fit: the recording is truncated
+            return
         if self._budget.spend(len(line) + 32):
             self.lines.append((side, time.monotonic() - self._started, line, size))
 

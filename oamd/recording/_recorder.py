@@ -5,7 +5,10 @@ its own ``RecordingUse``; when the connection has closed it writes
 ``DIR/<UTC time>-<pid>-<n>.json`` in a worker thread, within ``RECORDING_WRITE_SECONDS`` (a
 connection that sent nothing leaves no file). Guarantees: the event loop never waits for the disk
 or encodes JSON for a recording; a connection holds at most ``MAX_RECORDING_BYTES`` of it; a
-recording that cannot be written is logged, never the connection's failure.
+recording that cannot be written (a full disk, a line no encoder takes, a bug) is logged, never
+the connection's failure, and leaves no partial file; files are the owner's only (0600), and so is
+every folder ``prepare_directory`` makes (0700). ``keep_secret`` names what no file may hold (the
+socket token of ``oamd serve``).
 """
 
 from __future__ import annotations
@@ -50,8 +53,13 @@ __all__ = ["Recorder", "prepare_directory"]
 log = get_logger("oamd.recording")
 
 
+DIRECTORY_MODE = 0o700
+"""A folder ``--record`` makes: recordings hold every prompt and line of a play session."""
+
+
 def prepare_directory(directory: str) -> Path:
-    """``directory``, created when missing, once it is known to take files.
+    """``directory``, created (with each missing parent, ``DIRECTORY_MODE``) when missing, once it
+    is known to take files. A folder that exists keeps its mode: it is the user's.
 
     Raises:
         RecordingError: it cannot be created or written to.
@@ -59,10 +67,14 @@ def prepare_directory(directory: str) -> Path:
     path = Path(directory)
     if path.exists() and not path.is_dir():
         raise RecordingError(f"{directory!r} is not a directory")
+    missing = [p for p in (path, *path.parents) if not p.exists()]
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        for folder in reversed(missing):
+            folder.mkdir(mode=DIRECTORY_MODE, exist_ok=True)
     except OSError as exc:
         raise RecordingError(f"cannot create {directory!r}: {exc.strerror or exc}") from exc
+    if not path.is_dir():
+        raise RecordingError(f"{directory!r} is not a directory")
     if not os.access(path, os.W_OK | os.X_OK):
         raise RecordingError(f"{directory!r} is not a directory this user can write to")
     return path
@@ -95,6 +107,11 @@ class Recorder:
         self._max_line_bytes = max_line_bytes
         self._limit = limit
         self._numbers = itertools.count(1)
+        self._secrets: tuple[str, ...] = ()
+
+    def keep_secret(self, secret: str) -> None:
+        """No recording from now on holds ``secret`` (in clear, escaped or encoded)."""
+        self._secrets = (*self._secrets, secret)
 
     @asynccontextmanager
     async def __call__(
@@ -105,7 +122,13 @@ class Recorder:
         availability = AvailabilityLog()
         system = RecordingSystem(models.system, availability, budget)
         recorded = RecordedConnection(
-            self._transport, self._daemon, models.system, lines, budget, availability
+            self._transport,
+            self._daemon,
+            models.system,
+            lines,
+            budget,
+            availability,
+            secrets=self._secrets,
         )
         path = self._path()
 
@@ -138,5 +161,7 @@ async def _write(path: Path, recorded: RecordedConnection) -> None:
         await anyio.to_thread.run_sync(write_document, path, recorded, abandon_on_cancel=True)
     except OSError as exc:
         log.error("recording_not_written", path=str(path), reason=str(exc))
+    except Exception as exc:  # a bug of ours: the connection it recorded still ends well
+        log.error("recording_not_written", path=str(path), reason=repr(exc), exc_info=exc)
     else:
         log.info("recording_written", path=str(path))

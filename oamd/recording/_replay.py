@@ -2,9 +2,10 @@
 
 A daemon is started in this process, with the recording's options, whose ``"system"`` model gives
 each use the scripted model recorded for it (``UseMatcher``). The recorded client lines are sent in
-their order, each once the daemon lines recorded before it have come back (streamed text aside, see
-``_diff``), or once the recorded pause plus ``LINE_WAIT_SECONDS`` has passed: so a cancel still
-reaches a turn that is running, and a tool reply the ``tool/call`` it answers. A reply to a
+their order, each once the daemon lines recorded before it have come back (streamed text counted by its
+characters, not its lines, see ``_diff``), or once the recorded pause plus ``LINE_WAIT_SECONDS``
+has passed: so a cancel still reaches a turn that is running, after the text it had streamed, and
+a tool reply the ``tool/call`` it answers. A reply to a
 ``tool/call`` is sent with the id the replay's daemon gave that call (the same call of the same
 exchange). Then the daemon's lines are compared with the recorded ones (``compare_lines``).
 """
@@ -21,7 +22,7 @@ import orjson
 from anyio.abc import ByteStream
 
 from oamd.app import default_config, serve_stream
-from oamd.limits import MAX_CONNECTION_BYTES, MAX_LINE_BYTES, MAX_SESSIONS
+from oamd.limits import MAX_CONNECTION_BYTES, MAX_LINE_BYTES, MAX_SESSIONS, MAX_TIMEOUT_SECONDS
 from oamd.recording._diff import Difference, compare_lines, exchanges, is_streamed
 from oamd.recording._log import CLIENT, DAEMON
 from oamd.recording._replay_model import ReplaySystem, UseMatcher
@@ -33,6 +34,8 @@ LINE_WAIT_SECONDS = 10.0
 """How much longer than the recorded pause a client line waits for the daemon lines before it."""
 END_WAIT_SECONDS = 30.0
 """How long the daemon may take, after the last client line, to send the rest and close."""
+OVERSIZED_PIECE = b"x" * (1 << 20)
+"""What an oversized line is sent again as, piece by piece, after its recorded head."""
 SETTLE_SECONDS = 0.2
 """A recording whose client never closed its input: how long to wait for stray lines after the
 last expected one before the replay ends the connection."""
@@ -56,11 +59,45 @@ def _client_bytes(entry: dict[str, Any]) -> bytes:
     if "line" in entry:
         return orjson.dumps(entry["line"]) + b"\n"
     if "text" in entry:
-        return str(entry["text"]).encode() + b"\n"
-    if "base64" in entry:
-        return base64.b64decode(entry["base64"]) + b"\n"
-    head = str(entry.get("head", "")).encode()
-    return head + b"x" * max(0, int(entry.get("oversized", 0)) - len(head)) + b"\n"
+        return str(entry["text"]).encode("utf-8", "surrogatepass") + b"\n"
+    return base64.b64decode(entry["base64"]) + b"\n"
+
+
+async def _send(stream: ByteStream, entry: dict[str, Any]) -> None:
+    """Sends a client line; an oversized one at its recorded size, from one reused piece (the
+    size was checked against ``MAX_REPLAYED_OVERSIZED_BYTES``; nothing is allocated from it)."""
+    if "oversized" not in entry:
+        await stream.send(_client_bytes(entry))
+        return
+    head = str(entry.get("head", "")).encode("utf-8", "surrogatepass")
+    await stream.send(head)
+    left = entry["oversized"] - len(head)
+    while left > 0:
+        await stream.send(OVERSIZED_PIECE[: min(left, len(OVERSIZED_PIECE))])
+        left -= len(OVERSIZED_PIECE)
+    await stream.send(b"\n")
+
+
+def _streamed(line: Any) -> tuple[bytes, int] | None:
+    """A streamed event's request (as JSON) and how much text it adds (its ``delta``): the same
+    in total however the stream was cut."""
+    if not is_streamed(line):
+        return None
+    params = line["params"]
+    delta = params["event"].get("delta")
+    return orjson.dumps(params.get("requestId")), len(delta) if isinstance(delta, str) else 0
+
+
+def _answered(line: Any) -> bytes | None:
+    """The request (as JSON) a response answers."""
+    if type(line) is dict and "method" not in line and "id" in line:
+        return orjson.dumps(line["id"])
+    return None
+
+
+def _count(streamed: dict[bytes, int], line: Any) -> None:
+    if (event := _streamed(line)) is not None:
+        streamed[event[0]] = streamed.get(event[0], 0) + event[1]
 
 
 def _call_key(line: Any, seen: dict[Any, int]) -> Any:
@@ -85,6 +122,10 @@ class _Daemon:
         self.stream = stream
         self.lines: list[Any] = []
         self.stable = 0
+        self.streamed: dict[bytes, int] = {}
+        """Request → characters of streamed text that came back for it (``_streamed``)."""
+        self.answered: set[bytes] = set()
+        """Requests whose response came back: no more text streams for them."""
         self.closed = anyio.Event()
         self.calls: dict[Any, Any] = {}
         """(exchange, n) → the id the replay's daemon gave that ``tool/call``."""
@@ -113,15 +154,32 @@ class _Daemon:
         self.lines.append(line)
         if not is_streamed(line):
             self.stable += 1
+        _count(self.streamed, line)
+        if (answered := _answered(line)) is not None:
+            self.answered.add(answered)
         if type(line) is dict and "method" in line and "id" in line:
             self.calls[_call_key(line, self._seen)] = line["id"]
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
 
-    async def wait_for(self, stable: int, seconds: float) -> bool:
-        """Whether ``stable`` lines came within ``seconds`` (or the daemon closed first)."""
+    def behind(self, streamed: dict[bytes, int]) -> int:
+        """Characters of ``streamed`` (request → characters) that have not come back for
+        requests still unanswered."""
+        return sum(
+            n - self.streamed.get(k, 0)
+            for k, n in streamed.items()
+            if k not in self.answered and self.streamed.get(k, 0) < n
+        )
+
+    async def wait_for(
+        self, stable: int, seconds: float, streamed: dict[bytes, int] | None = None
+    ) -> bool:
+        """Whether ``stable`` lines, and the text ``streamed`` for requests still running, came
+        within ``seconds`` (or the daemon closed first)."""
         with anyio.move_on_after(seconds):
-            while self.stable < stable and not self.closed.is_set():
+            while (self.stable < stable or (streamed and self.behind(streamed))) and (
+                not self.closed.is_set()
+            ):
                 await self._changed.wait()
             return True
         return False
@@ -142,8 +200,12 @@ def _config(document: dict[str, Any], matcher: UseMatcher, system: ReplaySystem)
 
 async def _feed(document: dict[str, Any], daemon: _Daemon, notes: list[str]) -> None:
     entries = document["lines"]
-    recorded_calls = {ident: key for key, ident in _daemon_requests(_daemon_lines(entries))}
+    recorded_calls = {
+        orjson.dumps(ident): key for key, ident in _daemon_requests(_daemon_lines(entries))
+    }
     stable = 0
+    streamed: dict[bytes, int] = {}
+    """Request → characters of text recorded streaming for it, while it was unanswered."""
     last_at = 0.0
     closed_at = document.get("clientClosedAt")
     for number, entry in enumerate(entries, 1):
@@ -152,21 +214,27 @@ async def _feed(document: dict[str, Any], daemon: _Daemon, notes: list[str]) -> 
             break  # what came after the client closed its input comes after our end too
         if entry["from"] == DAEMON:
             stable += 0 if is_streamed(entry.get("line")) else 1
+            _count(streamed, entry.get("line"))
+            if (answered := _answered(entry.get("line"))) is not None:
+                streamed.pop(answered, None)  # its lines are counted by ``stable``
             continue
-        if not await daemon.wait_for(stable, LINE_WAIT_SECONDS + max(0.0, at - last_at)):
+        wait = LINE_WAIT_SECONDS + min(max(0.0, at - last_at), MAX_TIMEOUT_SECONDS)
+        if not await daemon.wait_for(stable, wait, streamed):
             notes.append(
-                f"client line {number}: {stable - daemon.stable} daemon lines recorded before "
-                "it had not come back; sent it anyway"
+                f"client line {number}: {max(0, stable - daemon.stable)} daemon lines and "
+                f"{daemon.behind(streamed)} characters of streamed text recorded before it had "
+                "not come back; sent it anyway"
             )
         last_at = at
         line = entry.get("line")
-        if type(line) is dict and "method" not in line and line.get("id") in recorded_calls:
-            ident = daemon.calls.get(recorded_calls[line["id"]])
+        call = orjson.dumps(line.get("id")) if type(line) is dict and "method" not in line else None
+        if call in recorded_calls:
+            ident = daemon.calls.get(recorded_calls[call])
             if ident is not None:  # the reply to a tool/call: our daemon named that call so
                 entry = {**entry, "line": {**line, "id": ident}}
-        await daemon.stream.send(_client_bytes(entry))
-    if closed_at is not None:
-        await daemon.wait_for(stable, LINE_WAIT_SECONDS)
+        await _send(daemon.stream, entry)
+    if closed_at is not None:  # a hang-up cancels what runs: after the text it had streamed
+        await daemon.wait_for(stable, LINE_WAIT_SECONDS, streamed)
         await daemon.stream.send_eof()
 
 

@@ -5,14 +5,19 @@ daemon runs handlers in arrival order and the replay sends the same lines in the
 a use, a call plays the first step left whose recorded request digest is its own (so decisions of
 one ``decision/decideMany`` that interleave differently still get their own answers), else the next
 step. Token counts and availability are the recorded ones, so what history fits and what
-``initialize`` reports are the recording's too.
+``initialize`` reports are the recording's too. A call that was cancelled while it ran
+(``"cancelled": true``) plays what it had returned by then, then waits its ``delayMs`` (for the
+same cancel): a script waits before its step, but the recording saw the text stream first.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+import anyio
 
 from oamd.backends.base import (
     Availability,
@@ -100,6 +105,8 @@ class ReplayModel(ScriptedModel):
     digests: list[str | None] = field(default_factory=list)
     token_counts: dict[str, int] = field(default_factory=dict)
     source: ReplaySystem | None = None
+    waits_after: list[int] = field(default_factory=list)
+    """Per step, the milliseconds it waits once its events are out (a cancelled call's)."""
 
     unmatched: int = 0
     """Calls that asked something no step left was recorded for (the prompts changed?)."""
@@ -112,17 +119,22 @@ class ReplayModel(ScriptedModel):
                 if index != start:
                     self.steps.insert(start, self.steps.pop(index))
                     self.digests.insert(start, self.digests.pop(index))
+                    if index < len(self.waits_after):
+                        self.waits_after.insert(start, self.waits_after.pop(index))
                 return
         self.unmatched += 1
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
         self._align(request_digest(request))
+        index = self._next
         events = super().generate(request)
         try:
             async for event in events:
                 yield event
         finally:
             await events.aclose()
+        if self._next > index and index < len(self.waits_after) and self.waits_after[index]:
+            await anyio.sleep(self.waits_after[index] / 1000)  # until the recorded cancel
 
     async def score(self, candidates: list[ScoredText]) -> Scores:
         self._align(scoring_digest(candidates))
@@ -143,6 +155,27 @@ class ReplayModel(ScriptedModel):
     def last_known_availability(self) -> Availability | None:
         assert self.source is not None
         return self.source.last_known_availability()
+
+
+def _same_use(was: dict[str, Any], asked: list[Any]) -> bool:
+    """Whether a recorded use's request is ``asked``; an id recorded as its JSON text
+    (``idText``: one no encoder takes) is compared as that text."""
+    if "idText" in was:
+        return was.get("method") == asked[0] and was["idText"] == json.dumps(asked[1])
+    return [was.get("method"), was.get("id")] == asked
+
+
+def _waits_after(script: dict[str, Any], steps: list[Any]) -> list[int]:
+    """Per step, the wait a recorded cancelled call makes after its events, not before; such a
+    step of ``steps`` gets no wait before (a likelihood choice returns nothing early: it keeps
+    its wait before)."""
+    raw = script.get("steps") if isinstance(script.get("steps"), list) else []
+    waits = [0] * len(steps)
+    for i, recorded in enumerate(raw[: len(steps)]):
+        cancelled = isinstance(recorded, dict) and recorded.get("cancelled") is True
+        if cancelled and steps[i].kind != "scores" and steps[i].delay_ms:
+            waits[i], steps[i] = steps[i].delay_ms, replace(steps[i], delay_ms=0)
+    return waits
 
 
 class UseMatcher:
@@ -178,12 +211,13 @@ class UseMatcher:
             recorded = self._scripts[index]
             script = recorded["script"]
             was = recorded.get("use") or {}
-            if [was.get("method"), was.get("id")] != asked:
+            if not _same_use(was, asked):
                 self.mismatches.append(
                     f"use {index + 1}: recorded for {was.get('method')} of request "
                     f"{was.get('id')!r}, asked for by {asked[0]} of request {asked[1]!r}"
                 )
         steps, fallback = parse_script(script, f"uses[{index}].script")
+        waits = _waits_after(script, steps)
         digests = recorded.get("requestDigests")
         counts = recorded.get("tokenCounts")
         model = ReplayModel(
@@ -192,6 +226,7 @@ class UseMatcher:
             digests=list(digests) if isinstance(digests, list) else [],
             token_counts=dict(counts) if isinstance(counts, dict) else {},
             source=self._system,
+            waits_after=waits,
         )
         self._models.append(model)
         return model

@@ -233,6 +233,9 @@ class Server:
                 self.endpoints.append(await open_tcp(host, port, allow_remote=o.allow_remote))
             token_file = o.token_file or self._files.default_token_path(o.unix)
             self._token = self._files.token(token_file)
+            keep_secret = getattr(self._tap, "keep_secret", None)
+            if keep_secret is not None:  # --record: no recording may hold the token
+                keep_secret(self._token)
         except BaseException:
             await self._close_endpoints()
             raise
