@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: FORCE test lint format wheel dist ffi dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak soak-inspector eval llama-server clean
+.PHONY: FORCE test lint format wheel dist ffi ffi-sanitize dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak soak-inspector eval llama-server clean
 
 # llama-cpp-python builds from source (5-13 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
@@ -39,6 +39,7 @@ $(STAMP): pyproject.toml
 
 test: lint dist
 	$(PY) -m pytest
+	$(MAKE) --no-print-directory ffi-sanitize
 
 # The oamd wheel, dist/oamd-<version>-py3-none-any.whl, for `pip install 'dist/oamd-….whl[client]'`
 # in another environment: nothing is published on PyPI.
@@ -68,7 +69,24 @@ FFI_LIB := dist/ffi/liboamd_ffi$(if $(filter Darwin,$(shell uname -s)),.dylib,.s
 ffi: $(FFI_LIB)
 $(FFI_LIB): $(FFI_SOURCES) $(wildcard ffi/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(FFI_CFLAGS) -o $@ $(FFI_SOURCES)
+	$(CC) $(FFI_CFLAGS) -o $@ $(FFI_SOURCES) -lm
+
+# The ffi tests again against sanitizer builds of the library (ASan with UBSan, then TSan), loaded
+# into the test's Python with LD_PRELOAD; the first report aborts the run, so it fails `make test`
+# (--capture=sys: the report is written to fd 2, which pytest must not hold when the run aborts).
+# The daemon the library spawns runs without them (tests/ffi_harness.py drops LD_PRELOAD).
+FFI_SANITIZE_CFLAGS := -shared -fPIC -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread -fvisibility=hidden
+FFI_SANITIZE_TESTS := tests/test_ffi.py tests/test_ffi_agreement.py
+FFI_SANITIZE_RUN = OAMD_FFI_CYCLES=60 $(PY) -m pytest -q -p no:cacheprovider --capture=sys $(FFI_SANITIZE_TESTS)
+ffi-sanitize: $(FFI_SOURCES) $(wildcard ffi/*.h) | $(STAMP)
+	@mkdir -p dist/ffi-asan dist/ffi-tsan
+	$(CC) $(FFI_SANITIZE_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
+		-o dist/ffi-asan/liboamd_ffi.so $(FFI_SOURCES) -lm
+	$(CC) $(FFI_SANITIZE_CFLAGS) -fsanitize=thread -o dist/ffi-tsan/liboamd_ffi.so $(FFI_SOURCES) -lm
+	OAMD_FFI_LIBRARY=dist/ffi-asan/liboamd_ffi.so LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $(FFI_SANITIZE_RUN)
+	OAMD_FFI_LIBRARY=dist/ffi-tsan/liboamd_ffi.so LD_PRELOAD="$$($(CC) -print-file-name=libtsan.so)" \
+		TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:report_signal_unsafe=0 $(FFI_SANITIZE_RUN)
 
 # Opt-in: also llama.cpp and the default SmolLM2 model (dist/oamd-llama/, ~200 MB): `--model
 # llamacpp` works out of the box. MODEL=NAME|PATH bundles another model instead: a name pulled

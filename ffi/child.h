@@ -46,6 +46,14 @@ void child_wake(oamd_child *child);
  * then kills it; always reaps it. Safe once both pipes' threads are done or woken. */
 void child_stop(oamd_child *child, int grace_ms);
 
+/* False in a process forked from the one that spawned the child: the copy there shares the parent's
+ * pipes (a wake would stop the parent's reader) and has none of its threads. */
+int child_owned_here(const oamd_child *child);
+
+/* In such a forked process: closes this process's copies of the pipes and frees the memory, and
+ * leaves the child process and the parent's pipes alone. */
+void child_forget(oamd_child *child);
+
 /* Releases what child_spawn allocated (after child_stop, with no thread using it). */
 void child_free(oamd_child *child);
 

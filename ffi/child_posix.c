@@ -38,6 +38,7 @@ extern char **environ;
 
 struct oamd_child {
     pid_t pid;
+    pid_t owner; /* the process that spawned it: a fork's copy must not wake or stop it */
     int input;  /* the child's stdin, written by the bridge's writer thread */
     int output; /* the child's stdout, read by the bridge's reader thread */
     int wake_read, wake_write;
@@ -111,6 +112,7 @@ oamd_child *child_spawn(const char *executable, const char *const *extra_args, c
     }
     close(in[0]);
     close(out[1]);
+    child->owner = getpid();
     child->input = in[1];
     child->output = out[0];
     child->wake_read = wake[0];
@@ -246,6 +248,13 @@ void child_stop(oamd_child *child, int grace_ms) {
         }
     }
     child->pid = 0;
+}
+
+int child_owned_here(const oamd_child *child) { return child->owner == getpid(); }
+
+void child_forget(oamd_child *child) {
+    child->pid = 0;
+    child_free(child);
 }
 
 void child_free(oamd_child *child) {

@@ -192,6 +192,14 @@ void child_stop(oamd_child *child, int grace_ms) {
     close_handle(&child->process.hProcess);
 }
 
+/* Windows has no fork: a handle is always its creator's. */
+int child_owned_here(const oamd_child *child) {
+    (void)child;
+    return 1;
+}
+
+void child_forget(oamd_child *child) { child_free(child); }
+
 void child_free(oamd_child *child) {
     if (!child) return;
     close_handle(&child->input);

@@ -5,14 +5,12 @@
  */
 #include "json_scan.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Nesting oamd accepts (MAX_JSON_DEPTH in oamd/limits.py); a deeper line is answered -32600 with
- * a null id, so the bridge must not track it as a request. */
-#define MAX_NESTING 128
 /* Enough for the shortest round-trip spelling of any double ("%.17g" plus sign and exponent). */
 #define NUMBER_KEY_CHARS 40
 
@@ -90,16 +88,17 @@ static const char *skip_scalar(const char *p, const char *end) {
     }
 }
 
-/* One whole value at p (after white space); returns the position after it, or NULL. Containers
- * are walked with an explicit stack, so a hostile line cannot exhaust the C stack. */
-static const char *skip_value(const char *p, const char *end) {
-    char stack[MAX_NESTING];
+/* One whole value at p (after white space) nesting at most `max_depth` levels; returns the
+ * position after it, or NULL. Containers are walked with an explicit stack, so a hostile line
+ * cannot exhaust the C stack. */
+static const char *skip_value(const char *p, const char *end, int max_depth) {
+    char stack[JSON_MAX_DEPTH];
     int depth = 0;
     for (;;) {
         p = skip_space(p, end);
         if (p >= end) return NULL;
         if (*p == '{' || *p == '[') {
-            if (depth == MAX_NESTING) return NULL;
+            if (depth == max_depth) return NULL;
             stack[depth++] = *p == '{' ? '}' : ']';
             p = skip_space(p + 1, end);
             if (p < end && *p == stack[depth - 1]) {
@@ -134,11 +133,62 @@ static const char *skip_value(const char *p, const char *end) {
     }
 }
 
+/* The end of a string opened at p (after its closing quote), escapes taken as pairs, or NULL when
+ * it is never closed; nothing else is checked (oamd's nesting count reads strings this way). */
+static const char *string_end(const char *p, const char *end) {
+    for (p++; p < end; p++) {
+        if (*p == '"') return p + 1;
+        if (*p == '\\' && ++p == end) return NULL;
+    }
+    return NULL;
+}
+
+int json_nests_deeper_than(const char *text, size_t length, int limit) {
+    const char *p = text, *end = text + length;
+    int depth = 0, strings = 1;
+    while (p < end) {
+        char c = *p;
+        if (c == '"' && strings) {
+            const char *after = string_end(p, end);
+            /* An unclosed quote is a plain byte, and no later quote can close a string either. */
+            if (after) {
+                p = after;
+                continue;
+            }
+            strings = 0;
+        } else if (c == '[' || c == '{') {
+            if (++depth > limit) return 1;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+        p++;
+    }
+    return 0;
+}
+
 int json_is_string(json_span value) { return value.start && value.length >= 2 && value.start[0] == '"'; }
 
 int json_is_id(json_span value) {
     if (!value.start || value.length == 0) return 0;
     return json_is_string(value) || value.start[0] == '-' || is_digit(value.start[0]);
+}
+
+/* The double a number span reads as (strtod needs a terminated copy); NAN when it is too long to
+ * be an id oamd keeps (its digits would not survive a double anyway past 2^53). */
+static double number_value(json_span value) {
+    char number[NUMBER_KEY_CHARS * 2];
+    if (value.length >= sizeof number) return NAN;
+    memcpy(number, value.start, value.length);
+    number[value.length] = '\0';
+    double parsed = strtod(number, NULL);
+    return parsed == 0 ? 0.0 : parsed; /* -0 reads as 0, as oamd echoes it */
+}
+
+int json_is_request_id(json_span value) {
+    if (!json_is_id(value)) return 0;
+    if (json_is_string(value)) return 1;
+    double number = number_value(value);
+    return isfinite(number) && fabs(number) <= JSON_MAX_SAFE_INTEGER;
 }
 
 static void put_utf8(char *out, size_t *n, uint32_t cp) {
@@ -206,7 +256,7 @@ char *json_decode_string(json_span value, size_t *length) {
     return out;
 }
 
-char *json_id_key(json_span value) {
+char *json_id_key(json_span value, size_t *length) {
     if (json_is_string(value)) {
         size_t n;
         char *text = json_decode_string(value, &n);
@@ -215,20 +265,20 @@ char *json_id_key(json_span value) {
         if (key) {
             memcpy(key, "s:", 2);
             memcpy(key + 2, text, n + 1);
+            *length = n + 2;
         }
         free(text);
         return key;
     }
-    char number[NUMBER_KEY_CHARS * 2];
-    if (value.length >= sizeof number) return NULL;
-    memcpy(number, value.start, value.length);
-    number[value.length] = '\0';
+    double number = number_value(value);
+    if (isnan(number)) return NULL;
     char *key = malloc(NUMBER_KEY_CHARS);
-    if (key) snprintf(key, NUMBER_KEY_CHARS, "n:%.17g", strtod(number, NULL));
+    if (key) *length = (size_t)snprintf(key, NUMBER_KEY_CHARS, "n:%.17g", number);
     return key;
 }
 
-int json_each_member(json_span object, json_member_visitor visit, void *context) {
+/* The members of the object at `object`, each value nesting at most `max_depth` levels. */
+static int each_member(json_span object, json_member_visitor visit, void *context, int max_depth) {
     const char *p = object.start, *end = object.start + object.length;
     if (!p) return -1;
     p = skip_space(p, end);
@@ -243,7 +293,7 @@ int json_each_member(json_span object, json_member_visitor visit, void *context)
         p = skip_space(key_end, end);
         if (p >= end || *p != ':') return -1;
         p = skip_space(p + 1, end);
-        const char *value_end = skip_value(p, end);
+        const char *value_end = skip_value(p, end, max_depth);
         if (!value_end) return -1;
         if (visit) visit(key, (json_span){p, (size_t)(value_end - p)}, context);
         p = skip_space(value_end, end);
@@ -251,6 +301,11 @@ int json_each_member(json_span object, json_member_visitor visit, void *context)
         if (p >= end || *p != ',') return -1;
         p = skip_space(p + 1, end);
     }
+}
+
+/* Within a line already scanned whole, a nested object's values are as deep as they were found. */
+int json_each_member(json_span object, json_member_visitor visit, void *context) {
+    return each_member(object, visit, context, JSON_MAX_DEPTH - 1);
 }
 
 typedef struct {
@@ -287,7 +342,8 @@ static void collect_members(json_span key, json_span value, void *context) {
 
 int json_scan_object(const char *text, size_t length, json_members *members) {
     memset(members, 0, sizeof *members);
-    int status = json_each_member((json_span){text, length}, collect_members, members);
+    /* The line's own object is level 1, as oamd counts: its members' values get one level less. */
+    int status = each_member((json_span){text, length}, collect_members, members, JSON_MAX_DEPTH - 1);
     if (status != 0) memset(members, 0, sizeof *members);
     return status;
 }

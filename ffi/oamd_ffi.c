@@ -35,6 +35,8 @@
 #define SMALL_TEXT_BYTES 160
 /* Longest method name a timeout message repeats (whole, so that no escape is cut in two). */
 #define MAX_ECHOED_METHOD_BYTES 200
+#define TEXT_OF(value) SPELLED(value)
+#define SPELLED(value) #value
 #define MS_PER_S 1000
 #define NS_PER_MS 1000000L
 #define NS_PER_S 1000000000L
@@ -59,7 +61,8 @@ typedef struct {
 
 typedef struct pending {
     struct pending *next;
-    char *key;       /* the wire id, as json_id_key spells it */
+    char *key;       /* the wire id, as json_id_key spells it (NUL bytes included) */
+    size_t key_length;
     char *caller_id; /* the id to answer with, as the caller wrote it ("null" when it had none) */
     recipient recipient;
     blocking_wait *wait;
@@ -82,6 +85,10 @@ struct oam_bridge {
     pending *pending;
     unsigned long next_private_id;
     pthread_t reader, writer;
+    /* Blocking callers inside oam_call_blocking: the last one out lets destroy free the bridge (it
+     * wakes them first, and each must re-take the lock on its way out). */
+    int blocking_callers;
+    pthread_cond_t callers_gone;
     int destroyed_in_callback;
     int shutdown_sent; /* the engine sent "shutdown" (Apple's bindings do before destroy): oamd exits */
 };
@@ -151,14 +158,26 @@ static char *error_line(const char *caller_id, int code, const char *name, const
     return line;
 }
 
+/* oamd's -32600 for a line past one of its limits, worded as oamd words it. */
+static char *error_line_with_limit(const char *caller_id, const char *message, int limit) {
+    const char *shape = "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,\"message\":\"%s\",\"data\":{\"code\":\"invalid_message\",\"limit\":%d}}}";
+    int n = snprintf(NULL, 0, shape, caller_id, CODE_INVALID_MESSAGE, message, limit);
+    char *line = malloc((size_t)n + 1);
+    if (line) snprintf(line, (size_t)n + 1, shape, caller_id, CODE_INVALID_MESSAGE, message, limit);
+    return line;
+}
+
 static char *daemon_gone_line(const char *caller_id) {
     return error_line(caller_id, CODE_SHUT_DOWN, "shut_down", "oamd exited before answering.");
 }
 
 /* ---- pending requests (called with the lock held) ------------------------------------------- */
 
-static pending *new_pending(char *key, char *caller_id, recipient recipient, blocking_wait *wait) {
+/* An entry for the request whose wire id is `id`; takes caller_id. */
+static pending *new_pending(json_span id, char *caller_id, recipient recipient, blocking_wait *wait) {
     pending *entry = calloc(1, sizeof *entry);
+    size_t key_length = 0;
+    char *key = json_id_key(id, &key_length);
     if (!entry || !key || !caller_id) {
         free(entry);
         free(key);
@@ -166,6 +185,7 @@ static pending *new_pending(char *key, char *caller_id, recipient recipient, blo
         return NULL;
     }
     entry->key = key;
+    entry->key_length = key_length;
     entry->caller_id = caller_id;
     entry->recipient = recipient;
     entry->wait = wait;
@@ -178,11 +198,11 @@ static void free_pending(pending *entry) {
     free(entry);
 }
 
-/* The oldest entry with `key`, unlinked when `take`; NULL if none. */
-static pending *find_pending(oam_bridge *bridge, const char *key, int take) {
+/* The oldest entry with the key of wire id `id`, unlinked when `take`; NULL if none. */
+static pending *find_pending(oam_bridge *bridge, const char *key, size_t key_length, int take) {
     for (pending **link = &bridge->pending; *link; link = &(*link)->next) {
         pending *entry = *link;
-        if (strcmp(entry->key, key) != 0) continue;
+        if (entry->key_length != key_length || memcmp(entry->key, key, key_length) != 0) continue;
         if (take) *link = entry->next;
         return entry;
     }
@@ -197,18 +217,35 @@ static void add_pending(oam_bridge *bridge, pending *entry) {
     *link = entry;
 }
 
-static void enqueue(oam_bridge *bridge, const char *text, size_t length) {
+/* text as one line on the wire: a line break inside a message would split it in two, so each is
+ * written as a space (white space to JSON between tokens). What the bridge scans and tracks is
+ * this text, exactly what oamd reads. NUL-terminated in place of the final line break until it
+ * is queued; NULL when out of memory. */
+static queued_line *one_line(const char *text, size_t length) {
     queued_line *line = malloc(sizeof *line + length + 1);
-    if (!line) return;
-    /* A line break inside a message would split it in two on the wire: JSON reads it as space. */
+    if (!line) return NULL;
     for (size_t i = 0; i < length; i++) line->text[i] = text[i] == '\n' || text[i] == '\r' ? ' ' : text[i];
-    line->text[length] = '\n';
-    line->length = length + 1;
+    line->text[length] = '\0';
+    line->length = length;
     line->next = NULL;
+    return line;
+}
+
+/* Queues a line made by one_line; the queue owns it from now on. */
+static void enqueue_line(oam_bridge *bridge, queued_line *line) {
+    line->text[line->length++] = '\n';
     if (bridge->queue_tail) bridge->queue_tail->next = line;
     else bridge->queue_head = line;
     bridge->queue_tail = line;
     pthread_cond_broadcast(&bridge->changed);
+}
+
+/* Whether oamd answers a scanned line with its id, so that the bridge can match the answer: a
+ * request (a method and an id oamd echoes) within the depth and length oamd reads. Any other line
+ * is answered with a null id, or not at all, and is passed on untracked. */
+static int answered_with_its_id(const char *text, size_t length, const json_members *members) {
+    return length <= JSON_MAX_LINE_BYTES && members->method.start && json_is_request_id(members->id) &&
+           !json_nests_deeper_than(text, length, JSON_MAX_DEPTH);
 }
 
 static void free_queue(oam_bridge *bridge) {
@@ -240,10 +277,11 @@ static int deliver(oam_bridge *bridge, const char *line) {
 
 /* A response: to the callback, to a blocking caller with its own id back, or dropped. */
 static int route_response(oam_bridge *bridge, const char *line, size_t length, json_span id) {
-    char *key = json_id_key(id);
+    size_t key_length = 0;
+    char *key = json_id_key(id, &key_length);
     if (!key) return deliver(bridge, line);
     pthread_mutex_lock(&bridge->lock);
-    pending *entry = find_pending(bridge, key, 1);
+    pending *entry = find_pending(bridge, key, key_length, 1);
     free(key);
     if (!entry) {
         pthread_mutex_unlock(&bridge->lock);
@@ -269,9 +307,10 @@ static int route_message(oam_bridge *bridge, const char *line, size_t length, js
     if (!json_is_string(request_id) || request_id.length < strlen(prefix) ||
         memcmp(request_id.start, prefix, strlen(prefix)) != 0)
         return deliver(bridge, line);
-    char *key = json_id_key(request_id), *restored = NULL;
+    size_t key_length = 0;
+    char *key = json_id_key(request_id, &key_length), *restored = NULL;
     pthread_mutex_lock(&bridge->lock);
-    pending *entry = key ? find_pending(bridge, key, 0) : NULL;
+    pending *entry = key ? find_pending(bridge, key, key_length, 0) : NULL;
     if (entry && entry->recipient != FOR_CALLBACK) restored = replace_span(line, length, request_id, entry->caller_id);
     pthread_mutex_unlock(&bridge->lock);
     free(key);
@@ -416,9 +455,13 @@ static oamd_child *start_daemon(void) {
     const char *configured = getenv("OAMD_EXECUTABLE");
     char *beside = configured && *configured ? NULL : child_default_executable();
     const char *executable = configured && *configured ? configured : beside ? beside : child_executable_name();
-    const char *log_args[] = {"--log-level", log_names[log_threshold], NULL};
+    /* oamd's line limit is set, not assumed: the bridge tracks only requests within it. */
+    char line_limit[SMALL_TEXT_BYTES];
+    snprintf(line_limit, sizeof line_limit, "%d", JSON_MAX_LINE_BYTES);
+    const char *args[] = {"--max-line-bytes", line_limit, "--log-level", log_names[log_threshold], NULL};
+    if (!log_level_chosen) args[2] = NULL;
     char error[SMALL_TEXT_BYTES * 2];
-    oamd_child *child = child_spawn(executable, log_level_chosen ? log_args : NULL, error, sizeof error);
+    oamd_child *child = child_spawn(executable, args, error, sizeof error);
     if (child) log_line(LOG_DEBUG, "started %s stdio", executable);
     else log_line(LOG_ERROR, "%s (set OAMD_EXECUTABLE to oamd's path)", error);
     free(beside);
@@ -439,6 +482,7 @@ oam_bridge *oam_bridge_create(oam_message_callback callback, void *user_data) {
     }
     pthread_mutex_init(&bridge->lock, NULL);
     pthread_cond_init(&bridge->changed, NULL);
+    pthread_cond_init(&bridge->callers_gone, NULL);
     bridge->state = BRIDGE_RUNNING;
     if (pthread_create(&bridge->writer, NULL, writer_main, bridge) != 0) goto no_threads;
     if (pthread_create(&bridge->reader, NULL, reader_main, bridge) != 0) {
@@ -456,6 +500,7 @@ no_threads:
     child_close_output(bridge->child);
     child_stop(bridge->child, 0);
     child_free(bridge->child);
+    pthread_cond_destroy(&bridge->callers_gone);
     pthread_cond_destroy(&bridge->changed);
     pthread_mutex_destroy(&bridge->lock);
     free(bridge);
@@ -464,17 +509,24 @@ no_threads:
 
 int oam_bridge_send(oam_bridge *bridge, const char *json_line) {
     if (!bridge || !json_line) return OAM_ERROR_INVALID_ARGUMENT;
+    /* A forked child's copy of a handle has no threads behind it: nothing it sends would leave. */
+    if (!child_owned_here(bridge->child)) return OAM_ERROR_INVALID_ARGUMENT;
     size_t length = strlen(json_line);
     if (!utf8_is_valid(json_line, length)) return OAM_ERROR_INVALID_UTF8;
+    queued_line *line = one_line(json_line, length);
+    if (!line) return OAM_OK; /* out of memory: dropped, as a write to a dead child would be */
     json_members members;
     pending *entry = NULL;
-    int scanned = json_scan_object(json_line, length, &members) == 0;
-    if (scanned && members.method.start && json_is_id(members.id))
-        entry = new_pending(json_id_key(members.id), copy_span(members.id), FOR_CALLBACK, NULL);
+    int scanned = json_scan_object(line->text, length, &members) == 0;
+    if (scanned && answered_with_its_id(line->text, length, &members))
+        entry = new_pending(members.id, copy_span(members.id), FOR_CALLBACK, NULL);
     int is_shutdown = scanned && json_is_string(members.method) && json_key_is(members.method, "shutdown");
     pthread_mutex_lock(&bridge->lock);
     if (is_shutdown) bridge->shutdown_sent = 1;
-    if (bridge->state == BRIDGE_RUNNING) enqueue(bridge, json_line, length);
+    if (bridge->state == BRIDGE_RUNNING) {
+        enqueue_line(bridge, line);
+        line = NULL;
+    }
     if (entry && bridge->state != BRIDGE_CLOSING) {
         add_pending(bridge, entry);
         entry = NULL;
@@ -482,20 +534,30 @@ int oam_bridge_send(oam_bridge *bridge, const char *json_line) {
     }
     pthread_mutex_unlock(&bridge->lock);
     if (entry) free_pending(entry);
+    free(line);
     return OAM_OK;
 }
 
-static void finish(oam_bridge *bridge) {
-    pthread_join(bridge->writer, NULL);
-    child_close_output(bridge->child);
-    child_stop(bridge->child, STOP_GRACE_MS);
-    child_free(bridge->child);
+static void free_pending_list(oam_bridge *bridge) {
     while (bridge->pending) {
         pending *next = bridge->pending->next;
         free_pending(bridge->pending);
         bridge->pending = next;
     }
+}
+
+static void finish(oam_bridge *bridge) {
+    /* The blocking callers destroy woke still hold a reference: they leave before the lock goes. */
+    pthread_mutex_lock(&bridge->lock);
+    while (bridge->blocking_callers > 0) pthread_cond_wait(&bridge->callers_gone, &bridge->lock);
+    pthread_mutex_unlock(&bridge->lock);
+    pthread_join(bridge->writer, NULL);
+    child_close_output(bridge->child);
+    child_stop(bridge->child, STOP_GRACE_MS);
+    child_free(bridge->child);
+    free_pending_list(bridge);
     free_queue(bridge);
+    pthread_cond_destroy(&bridge->callers_gone);
     pthread_cond_destroy(&bridge->changed);
     pthread_mutex_destroy(&bridge->lock);
     free(bridge);
@@ -503,6 +565,15 @@ static void finish(oam_bridge *bridge) {
 
 void oam_bridge_destroy(oam_bridge *bridge) {
     if (!bridge) return;
+    if (!child_owned_here(bridge->child)) {
+        /* A forked child's copy: its threads and daemon are the parent's. Only this process's
+         * descriptors and memory go; the locks are left as fork left them (maybe held). */
+        child_forget(bridge->child);
+        free_pending_list(bridge);
+        free_queue(bridge);
+        free(bridge);
+        return;
+    }
     int in_callback = pthread_equal(pthread_self(), bridge->reader);
     pthread_mutex_lock(&bridge->lock);
     bridge->state = BRIDGE_CLOSING;
@@ -559,9 +630,10 @@ static void copy_member(json_span key, json_span value, void *context) {
 }
 
 /* Called with the lock held. Puts a request with a fresh private id into the queue, its response
- * expected by `recipient`; returns its pending entry, or NULL without memory. */
+ * expected by `recipient`; returns its pending entry, or NULL without memory or (*too_long set,
+ * when given) when the line would pass oamd's line limit, which oamd answers with a null id. */
 static pending *send_private(oam_bridge *bridge, json_span request, recipient recipient, char *caller_id,
-                             blocking_wait *wait) {
+                             blocking_wait *wait, size_t *too_long) {
     char id[SMALL_TEXT_BYTES];
     snprintf(id, sizeof id, "\"" PRIVATE_ID_PREFIX "%lu\"", ++bridge->next_private_id);
     text_buffer line = {0};
@@ -570,12 +642,18 @@ static pending *send_private(oam_bridge *bridge, json_span request, recipient re
     json_each_member(request, copy_member, &line);
     append_text(&line, "}");
     pending *entry = NULL;
-    if (line.failed) free(caller_id);
-    else entry = new_pending(json_id_key((json_span){id, strlen(id)}), caller_id, recipient, wait);
-    if (entry) {
+    queued_line *queued = NULL;
+    if (!line.failed && line.length > JSON_MAX_LINE_BYTES) {
+        if (too_long) *too_long = line.length;
+        free(caller_id);
+    } else if (line.failed || !(queued = one_line(line.text, line.length))) {
+        free(caller_id);
+    } else if ((entry = new_pending((json_span){id, strlen(id)}, caller_id, recipient, wait))) {
         add_pending(bridge, entry);
-        enqueue(bridge, line.text, line.length);
+        enqueue_line(bridge, queued);
+        queued = NULL;
     }
+    free(queued);
     free(line.text);
     return entry;
 }
@@ -598,7 +676,8 @@ static void cancel_after_timeout(oam_bridge *bridge, const char *method, json_sp
     append_text(&request, "\":");
     append(&request, which.start, which.length);
     append_text(&request, "}}");
-    if (!request.failed) send_private(bridge, (json_span){request.text, request.length}, FOR_NOBODY, strdup("null"), NULL);
+    if (!request.failed)
+        send_private(bridge, (json_span){request.text, request.length}, FOR_NOBODY, strdup("null"), NULL, NULL);
     free(request.text);
 }
 
@@ -644,18 +723,26 @@ static char *await_response(oam_bridge *bridge, pending *entry, blocking_wait *w
     return wait->line;
 }
 
-/* Checks request_json as Apple's bridge does: an object, an id that is a string, a number or
- * null (or none), a non-empty string method. Returns an error line, or NULL when it is fine. */
-static char *reject_request(const char *request_json, json_members *members, char **caller_id, char **method) {
-    size_t length = strlen(request_json);
-    if (!utf8_is_valid(request_json, length))
+/* Checks a request as Apple's bridge does: an object, an id that is a string, a number or null (or
+ * none), a non-empty string method; and as oamd would, a line nesting no deeper than it reads (a
+ * deeper one is refused by oamd with a null id no blocking call could be matched to). Returns an
+ * error line, or NULL when it is fine. */
+static char *reject_request(const char *request, size_t length, json_members *members, char **caller_id,
+                            char **method) {
+    if (!utf8_is_valid(request, length))
         return error_line("null", CODE_PARSE_ERROR, "parse_error", "request_json is not valid UTF-8.");
-    if (json_scan_object(request_json, length, members) != 0)
+    if (json_nests_deeper_than(request, length, JSON_MAX_DEPTH))
+        return error_line_with_limit("null", "Invalid request: the JSON nests deeper than " TEXT_OF(JSON_MAX_DEPTH) " levels.", JSON_MAX_DEPTH);
+    if (json_scan_object(request, length, members) != 0)
         return error_line("null", CODE_PARSE_ERROR, "parse_error", "request_json is not a JSON object.");
     json_span id = members->id;
     int no_id = !id.start || (id.length == strlen("null") && memcmp(id.start, "null", id.length) == 0);
     if (!no_id && !json_is_id(id))
         return error_line("null", CODE_INVALID_MESSAGE, "invalid_message", "'id' must be a string or a number.");
+    if (!no_id && !json_is_request_id(id))
+        return error_line("null", CODE_INVALID_MESSAGE, "invalid_message",
+                          "A numeric 'id' must be an integer of magnitude at most 2^53-1 (9007199254740991) so it "
+                          "can be echoed exactly; use a string id.");
     *caller_id = no_id ? strdup("null") : copy_span(id);
     size_t method_length = 0;
     *method = json_is_string(members->method) ? json_decode_string(members->method, &method_length) : NULL;
@@ -665,49 +752,64 @@ static char *reject_request(const char *request_json, json_members *members, cha
     return NULL;
 }
 
+/* Sends the checked request and waits for its answer; called with the lock held. */
+static char *call_locked(oam_bridge *bridge, const char *request, size_t length, json_members *members,
+                         const char *caller_id, const char *method, int timeout_ms) {
+    if (bridge->state != BRIDGE_RUNNING)
+        return bridge->state == BRIDGE_DAEMON_GONE
+                   ? daemon_gone_line(caller_id)
+                   : error_line(caller_id, CODE_SHUT_DOWN, "shut_down", "The bridge was destroyed.");
+    blocking_wait wait;
+    init_wait(&wait);
+    size_t too_long = 0;
+    char *answer = NULL;
+    pending *entry = send_private(bridge, (json_span){request, length}, FOR_BLOCKING_CALL, strdup(caller_id), &wait,
+                                  &too_long);
+    if (too_long) {
+        /* oamd's own answer to a line past its limit (it would come with a null id). */
+        char message[SMALL_TEXT_BYTES];
+        snprintf(message, sizeof message, "Invalid request: the line has %zu bytes; the limit is %d.", too_long,
+                 JSON_MAX_LINE_BYTES);
+        answer = error_line_with_limit("null", message, JSON_MAX_LINE_BYTES);
+    } else if (!entry) {
+        answer = error_line(caller_id, CODE_SHUT_DOWN, "shut_down", "Out of memory.");
+    } else if (!(answer = await_response(bridge, entry, &wait, timeout_ms))) {
+        cancel_after_timeout(bridge, method, members->params);
+        char message[SMALL_TEXT_BYTES * 2];
+        /* The method is echoed as written in the request (its JSON escapes stay escaped). */
+        if (members->method.length - 2 <= MAX_ECHOED_METHOD_BYTES)
+            snprintf(message, sizeof message, "'%.*s' did not finish within %d ms; it was cancelled.",
+                     (int)(members->method.length - 2), members->method.start + 1, timeout_ms);
+        else
+            snprintf(message, sizeof message, "The request did not finish within %d ms; it was cancelled.", timeout_ms);
+        answer = error_line(caller_id, CODE_TIMEOUT, "timeout", message);
+    }
+    pthread_cond_destroy(&wait.ready);
+    return answer;
+}
+
 char *oam_call_blocking(oam_bridge *bridge, const char *request_json, int timeout_ms) {
     if (!bridge || !request_json) return NULL;
+    if (!child_owned_here(bridge->child))
+        return error_line("null", CODE_SHUT_DOWN, "shut_down", "This handle belongs to the process that created it.");
     if (pthread_equal(pthread_self(), bridge->reader))
         return error_line("null", CODE_INVALID_MESSAGE, "invalid_message",
                           "oam_call_blocking cannot be called from inside the callback.");
+    size_t length = strlen(request_json);
+    queued_line *request = one_line(request_json, length);
+    if (!request) return NULL;
     json_members members;
     char *caller_id = NULL, *method = NULL;
-    char *rejection = reject_request(request_json, &members, &caller_id, &method);
-    if (rejection) {
-        free(caller_id);
-        free(method);
-        return rejection;
+    char *answer = reject_request(request->text, length, &members, &caller_id, &method);
+    if (!answer && caller_id) {
+        pthread_mutex_lock(&bridge->lock);
+        bridge->blocking_callers++;
+        answer = call_locked(bridge, request->text, length, &members, caller_id, method, timeout_ms);
+        if (--bridge->blocking_callers == 0) pthread_cond_broadcast(&bridge->callers_gone);
+        pthread_mutex_unlock(&bridge->lock);
     }
-    char *answer = NULL;
-    blocking_wait wait;
-    init_wait(&wait);
-    pthread_mutex_lock(&bridge->lock);
-    if (bridge->state != BRIDGE_RUNNING) {
-        answer = bridge->state == BRIDGE_DAEMON_GONE
-                     ? daemon_gone_line(caller_id)
-                     : error_line(caller_id, CODE_SHUT_DOWN, "shut_down", "The bridge was destroyed.");
-    } else {
-        char *id_for_error = strdup(caller_id);
-        pending *entry = send_private(bridge, (json_span){request_json, strlen(request_json)}, FOR_BLOCKING_CALL,
-                                      strdup(caller_id), &wait);
-        if (!entry) {
-            answer = error_line(caller_id, CODE_SHUT_DOWN, "shut_down", "Out of memory.");
-        } else if (!(answer = await_response(bridge, entry, &wait, timeout_ms))) {
-            cancel_after_timeout(bridge, method, members.params);
-            char message[SMALL_TEXT_BYTES * 2];
-            /* The method is echoed as written in the request (its JSON escapes stay escaped). */
-            if (members.method.length - 2 <= MAX_ECHOED_METHOD_BYTES)
-                snprintf(message, sizeof message, "'%.*s' did not finish within %d ms; it was cancelled.",
-                         (int)(members.method.length - 2), members.method.start + 1, timeout_ms);
-            else
-                snprintf(message, sizeof message, "The request did not finish within %d ms; it was cancelled.", timeout_ms);
-            answer = error_line(id_for_error ? id_for_error : "null", CODE_TIMEOUT, "timeout", message);
-        }
-        free(id_for_error);
-    }
-    pthread_mutex_unlock(&bridge->lock);
-    pthread_cond_destroy(&wait.ready);
     free(caller_id);
     free(method);
+    free(request);
     return answer;
 }

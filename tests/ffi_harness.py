@@ -22,9 +22,22 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LIBRARY = (
+BUILT_LIBRARY = (
     ROOT / "dist" / "ffi" / ("liboamd_ffi.dylib" if sys.platform == "darwin" else "liboamd_ffi.so")
 )
+LIBRARY = Path(os.environ.get("OAMD_FFI_LIBRARY") or BUILT_LIBRARY)
+"""The library under test: ``make ffi``'s, or a sanitizer build ``make ffi-sanitize`` names."""
+SANITIZER_PRELOAD = os.environ.pop("LD_PRELOAD", "") if LIBRARY != BUILT_LIBRARY else ""
+"""The sanitizer runtime ``make ffi-sanitize`` preloads into this process, for the library alone:
+it is taken out of the environment the library spawns oamd with (a shell under TSan crashes), and
+given back to a Python subprocess that loads the library (``library_environment``)."""
+
+
+def library_environment(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a subprocess that loads the library under test."""
+    return {**env, "LD_PRELOAD": SANITIZER_PRELOAD} if SANITIZER_PRELOAD else env
+
+
 WAIT_SECONDS = 10
 """Longest wait for a line: a cold interpreter importing oamd on a busy CI machine."""
 BUILD_SECONDS = 120
@@ -33,7 +46,11 @@ CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p)
 
 
 def build_library() -> Path:
-    """``make ffi`` (a second; nothing when it is up to date), or a skip without a C compiler."""
+    """``make ffi`` (a second; nothing when it is up to date), or a skip without a C compiler;
+    nothing when ``OAMD_FFI_LIBRARY`` names a library built otherwise."""
+    if LIBRARY != BUILT_LIBRARY:
+        assert LIBRARY.is_file(), f"OAMD_FFI_LIBRARY={LIBRARY} does not exist"
+        return LIBRARY
     compiler = os.environ.get("CC", "cc")
     if shutil.which(compiler) is None:
         pytest.skip(f"no C compiler ({compiler}) to build liboamd_ffi")
@@ -141,6 +158,8 @@ class Bridge:
         self.lib = lib
         self.on_line = on_line
         self.lines: list[dict[str, Any]] = []
+        self.raw: list[bytes] = []
+        """Every callback line as the library passed it, for byte-exact checks."""
         self.callback_threads: set[int] = set()
         self.changed = threading.Condition()
         self._callback = CALLBACK(self._receive)  # kept alive as long as the handle
@@ -156,6 +175,7 @@ class Bridge:
     def _receive(self, line: bytes, _user_data: Any) -> None:
         message = json.loads(line.decode())
         with self.changed:
+            self.raw.append(line)
             self.lines.append(message)
             self.callback_threads.add(threading.get_ident())
             self.changed.notify_all()
