@@ -6,10 +6,12 @@ mono-runtime``). The Godot addon has its own file, ``test_godot_addon.py``."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import pytest
 from serve_harness import serve
 
@@ -55,3 +57,48 @@ async def test_the_csharp_client_runs_a_turn_with_a_client_tool(smoke_exe, tmp_p
             )
         assert refused.returncode == 1
         assert "Authentication failed" in refused.stdout.decode()
+
+
+async def test_the_csharp_client_connects_once_more_when_dropped_before_its_initialize_is_answered(
+    smoke_exe,
+):
+    """A front on loopback closes the client's first connection without a word, as ``oamd serve``
+    drops a connection still waiting to authenticate under a flood of silent peers (PROTOCOL.md,
+    "The handshake"), and passes later ones to the daemon: the client connects once more and its
+    turn runs."""
+    async with serve(unix=False) as daemon:
+        accepted = 0
+
+        async def front(client) -> None:
+            nonlocal accepted
+            accepted += 1
+            async with client:
+                if accepted == 1:
+                    return  # dropped unanswered
+                async with await anyio.connect_tcp(*daemon.tcp) as upstream:
+
+                    async def pump(source, sink) -> None:
+                        with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
+                            async for chunk in source:
+                                await sink.send(chunk)
+                        with contextlib.suppress(OSError, anyio.BrokenResourceError):
+                            await sink.send_eof()
+
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(pump, client, upstream)
+                        tg.start_soon(pump, upstream, client)
+
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with listener, anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, front)
+            with anyio.fail_after(60):
+                result = await anyio.run_process(
+                    [MONO, str(smoke_exe), "127.0.0.1", str(port), daemon.ready["tokenFile"]],
+                    check=False,
+                )
+            tg.cancel_scope.cancel()
+        out = result.stdout.decode()
+        assert result.returncode == 0, out + result.stderr.decode()
+        assert "text: the north gate is open" in out
+        assert accepted == 2

@@ -96,14 +96,31 @@ namespace Oamd
 
         /// <summary>Connects to `oamd serve --tcp` and authenticates with <paramref name="token"/> (the
         /// contents of the ready line's tokenFile). A wrong token raises OamdException
-        /// (Name <c>invalid_message</c>, Data["auth"] <c>invalid</c>).</summary>
+        /// (Name <c>invalid_message</c>, Data["auth"] <c>invalid</c>); a connection the daemon closes
+        /// before answering is made once more (HandshakeReconnects).</summary>
         public static async Task<OamdClient> ConnectTcpAsync(string host, int port, string token,
             OamdClientOptions options = null, CancellationToken cancellation = default(CancellationToken))
         {
             options = WithCallerContext(options);
-            var transport = await TcpTransport.ConnectAsync(host, port).ConfigureAwait(false);
-            return await ConnectAsync(transport, token, options, cancellation).ConfigureAwait(false);
+            // A connection closed before initialize was answered was dropped while waiting to
+            // authenticate (a flood of silent peers drops the oldest; PROTOCOL.md "The handshake"):
+            // connect once more, as the Python client does.
+            for (int attempt = 0; ; attempt++)
+            {
+                var transport = await TcpTransport.ConnectAsync(host, port).ConfigureAwait(false);
+                try
+                {
+                    return await ConnectAsync(transport, token, options, cancellation).ConfigureAwait(false);
+                }
+                catch (OamdDisconnectedException) when (attempt < HandshakeReconnects && !cancellation.IsCancellationRequested)
+                {
+                }
+            }
         }
+
+        /// <summary>How many times ConnectTcpAsync connects again when the daemon closes the connection
+        /// before answering initialize.</summary>
+        public const int HandshakeReconnects = 1;
 
         /// <summary>Initializes over any transport; the client owns it from here on.</summary>
         public static async Task<OamdClient> ConnectAsync(LineTransport transport, string token,
