@@ -51,6 +51,7 @@ ALLOWED = {
         "transport",
         "agent.models",
         "backends.base",
+        "backends.delegating",
         "backends.scripted",
         "backends._script_grammar",
         "methods.state",

@@ -136,3 +136,25 @@ async def test_pipelined_requests_are_answered_in_arrival_order(bridge):
     with anyio.fail_after(5):
         await bridge.next_message(lambda m: m.get("id") == ids[-1])
     assert [m["id"] for m in bridge.recorder.received] == ids
+
+
+async def test_a_decision_by_likelihood_is_scored_on_every_transport(bridge):
+    # under `oamd serve` every backend is wrapped for its fair share of the model: scoring must
+    # reach the backend through the wrapper as generation does
+    model = {
+        "type": "scripted",
+        "style": "envelope",
+        "capabilities": {"compactPrompts": True, "scoresText": True},
+        "steps": [{"scores": [-3.0, -0.2]}, {"raw": " it is only a baker's oven."}],
+    }
+    options = [
+        {"id": "ring_alarm", "description": "ring the alarm bell"},
+        {"id": "wait", "description": "keep watching"},
+    ]
+    with anyio.fail_after(10):
+        result = await bridge.request(
+            "decision/decide",
+            {"situation": "Smoke rises from the market.", "options": options, "model": model},
+        )
+    assert result["optionID"] == "wait"
+    assert result["reasoning"] == "Because it is only a baker's oven."

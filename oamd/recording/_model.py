@@ -19,7 +19,6 @@ from typing import Any
 from oamd.backends._script_grammar import MAX_DELAY_MS
 from oamd.backends.base import (
     Availability,
-    ChatMessage,
     GenerationEvent,
     GenerationRequest,
     LanguageModel,
@@ -30,6 +29,7 @@ from oamd.backends.base import (
     ToolCallRequest,
     Usage,
 )
+from oamd.backends.delegating import DelegatingModel
 from oamd.errors import ModelError
 from oamd.limits import MAX_SCRIPT_CHUNKS
 from oamd.recording._digest import request_digest, scoring_digest, text_digest
@@ -96,21 +96,14 @@ def _error_step(exc: BaseException) -> dict[str, Any]:
     }
 
 
-class RecordingSystem(LanguageModel):
-    """The connection's system model: availability recorded, everything else passed on."""
+class RecordingSystem(DelegatingModel):
+    """The connection's system model: availability recorded, everything else passed on (every
+    use's generations and scores go through its ``RecordingUse``)."""
 
     def __init__(self, inner: LanguageModel, log: AvailabilityLog, budget: Budget) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._log = log
         self._budget = budget
-
-    @property  # type: ignore[override]
-    def name(self) -> str:
-        return self.inner.name
-
-    @property  # type: ignore[override]
-    def capabilities(self) -> ModelCapabilities:
-        return self.inner.capabilities
 
     def _kept(self, kind: str, availability: Availability | None) -> Availability | None:
         if self._budget.spend(STEP_OVERHEAD_BYTES):
@@ -128,38 +121,16 @@ class RecordingSystem(LanguageModel):
     def last_known_availability(self) -> Availability | None:
         return self._kept("lastKnown", self.inner.last_known_availability())
 
-    async def settle_capabilities(self) -> None:
-        await self.inner.settle_capabilities()
 
-    def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
-        return self.inner.generate(request)  # every use goes through a RecordingUse
-
-    async def count_tokens(self, text: str) -> int:
-        return await self.inner.count_tokens(text)
-
-    async def score(self, candidates: list[ScoredText]) -> Scores:
-        return await self.inner.score(candidates)
-
-    async def prefill(self, messages: list[ChatMessage]) -> None:
-        await self.inner.prefill(messages)
-
-
-class RecordingUse(LanguageModel):
-    """One use of the system model: each call passed on, its outcome kept as a step."""
+class RecordingUse(DelegatingModel):
+    """One use of the system model: each call passed on, its outcome kept as a step; its
+    availability asked of the recording system, so that it is recorded too."""
 
     def __init__(self, system: RecordingSystem, log: UseLog, budget: Budget) -> None:
+        super().__init__(system.inner)
         self._system = system
-        self._inner = system.inner
         self.log = log
         self._budget = budget
-
-    @property  # type: ignore[override]
-    def name(self) -> str:
-        return self._inner.name
-
-    @property  # type: ignore[override]
-    def capabilities(self) -> ModelCapabilities:
-        return self._inner.capabilities
 
     async def availability(self) -> Availability:
         return await self._system.availability()
@@ -170,21 +141,15 @@ class RecordingUse(LanguageModel):
     def last_known_availability(self) -> Availability | None:
         return self._system.last_known_availability()
 
-    async def settle_capabilities(self) -> None:
-        await self._inner.settle_capabilities()
-
-    async def prefill(self, messages: list[ChatMessage]) -> None:
-        await self._inner.prefill(messages)
-
     async def count_tokens(self, text: str) -> int:
-        count = await self._inner.count_tokens(text)
+        count = await self.inner.count_tokens(text)
         key = text_digest(text)
         if key not in self.log.token_counts and self._budget.spend(len(key) + 8):
             self.log.token_counts[key] = count
         return count
 
     def _keep(self, step: dict[str, Any], digest: str, size: int) -> None:
-        self.log.capabilities = self._inner.capabilities
+        self.log.capabilities = self.inner.capabilities
         if self._budget.spend(size + STEP_OVERHEAD_BYTES):
             self.log.steps.append(step)
             self.log.digests.append(digest)
@@ -196,7 +161,7 @@ class RecordingUse(LanguageModel):
         usage = [0, 0, 0]
         failure: BaseException | None = None
         cancelled = False
-        events = self._inner.generate(request)
+        events = self.inner.generate(request)
         try:
             async for event in events:
                 kind = type(event)
@@ -236,7 +201,7 @@ class RecordingUse(LanguageModel):
                 if text:
                     step["said"] = text  # shown while it streamed; a script cannot say it too
             else:
-                step = {"raw" if not self._inner.capabilities.native_tools else "text": text}
+                step = {"raw" if not self.inner.capabilities.native_tools else "text": text}
                 if pieces:
                     step["chunks"] = min(len(pieces), MAX_SCRIPT_CHUNKS)
                 step["usage"] = _usage(usage)
@@ -247,7 +212,7 @@ class RecordingUse(LanguageModel):
     async def score(self, candidates: list[ScoredText]) -> Scores:
         digest = scoring_digest(candidates)
         try:
-            scores = await self._inner.score(candidates)
+            scores = await self.inner.score(candidates)
         except Exception as exc:
             self._keep(_error_step(exc), digest, 0)
             raise

@@ -18,18 +18,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import AsyncIterator, Hashable
-from typing import Any
 
 import anyio
 
 from oamd.agent.models import ModelFactory, ModelMaker
-from oamd.backends.base import (
-    Availability,
-    GenerationEvent,
-    GenerationRequest,
-    LanguageModel,
-    ModelCapabilities,
-)
+from oamd.backends.base import GenerationEvent, GenerationRequest, LanguageModel, ScoredText, Scores
+from oamd.backends.delegating import DelegatingModel
 
 __all__ = ["FairGenerations"]
 
@@ -94,37 +88,18 @@ class FairGenerations:
         ticket.event.set()
 
 
-class _FairModel(LanguageModel):
-    """A backend seen by one client: every generation holds a fair slot while it streams."""
+class _FairModel(DelegatingModel):
+    """A backend seen by one client: every generation and every scoring holds a fair slot while
+    it runs (both are model work); the rest passes through."""
 
     def __init__(self, inner: LanguageModel, fair: FairGenerations, client: Hashable) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._fair = fair
         self._client = client
 
-    @property  # type: ignore[override]
-    def name(self) -> str:
-        return self._inner.name
-
-    @property  # type: ignore[override]
-    def capabilities(self) -> ModelCapabilities:
-        return self._inner.capabilities
-
-    async def availability(self) -> Availability:
-        return await self._inner.availability()
-
-    def cached_availability(self) -> Availability | None:
-        return self._inner.cached_availability()
-
-    def last_known_availability(self) -> Availability | None:
-        return self._inner.last_known_availability()
-
-    async def settle_capabilities(self) -> None:
-        await self._inner.settle_capabilities()  # a question, not a generation: no slot
-
     async def generate(self, request: GenerationRequest) -> AsyncIterator[GenerationEvent]:
         await self._fair.acquire(self._client)
-        events = self._inner.generate(request)
+        events = self.inner.generate(request)
         try:
             async for event in events:
                 yield event
@@ -134,10 +109,9 @@ class _FairModel(LanguageModel):
             if close is not None:
                 await close()
 
-    async def count_tokens(self, text: str) -> int:
-        return await self._inner.count_tokens(text)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self._inner, name)  # e.g. a scripted model's recorded ``requests``
+    async def score(self, candidates: list[ScoredText]) -> Scores:
+        await self._fair.acquire(self._client)
+        try:
+            return await self.inner.score(candidates)
+        finally:
+            self._fair.release()
