@@ -27,10 +27,10 @@ from typing import Any
 import orjson
 
 from oamd.errors import InvalidMessage
-from oamd.limits import MAX_LINE_BYTES, MAX_SAFE_INTEGER
+from oamd.limits import MAX_LINE_BYTES
 from oamd.methods.state import BridgeState
 from oamd.rpc.errors import to_wire_error
-from oamd.rpc.message import check_nesting, encode
+from oamd.rpc.message import check_nesting, encode, is_plain_id
 from oamd.rpc.registry import Registry, Request, Result
 
 __all__ = ["FIRST_READ_BYTES", "answer_initialize"]
@@ -65,7 +65,7 @@ def _initialize_request(line: bytes) -> tuple[Any, dict[str, Any]] | None:
     }:
         return None
     msg_id = message.get("id")
-    if not (type(msg_id) is str or (type(msg_id) is int and abs(msg_id) <= MAX_SAFE_INTEGER)):
+    if not is_plain_id(msg_id):
         return None
     params = message.get("params", {})
     if type(params) is not dict:

@@ -55,14 +55,13 @@ from oamd.limits import (
     MAX_IN_FLIGHT_REQUESTS,
     MAX_LINE_BYTES,
     MAX_PREAUTH_LINE_BYTES,
-    MAX_SAFE_INTEGER,
     OUTBOX_HIGH_WATER_BYTES,
     SHUTDOWN_GRACE_SECONDS,
     WRITE_GRACE_SECONDS,
 )
 from oamd.log import get_logger
 from oamd.rpc.errors import ParseError, error_object, to_wire_error
-from oamd.rpc.message import Message, check_nesting, decode_line, parse_message
+from oamd.rpc.message import Message, check_nesting, decode_line, parse_message, plain_request
 from oamd.rpc.observe import CONNECTION_WATCH, CURRENT_REQUEST, report
 from oamd.rpc.outbox import Outbox
 from oamd.rpc.registry import Deferred, Registry, Request, Result
@@ -73,7 +72,6 @@ __all__ = ["Connection", "Gate", "Lifecycle", "PendingCall"]
 log = get_logger("oamd.rpc")
 
 _loads = orjson.loads
-_MAX_ID = MAX_SAFE_INTEGER
 _NOT_DECODED = object()
 _BLANK = object()
 
@@ -278,18 +276,11 @@ class Connection:
             self._dispatch_object(line, decoded)
 
     def _dispatch_object(self, line: bytes, obj: Any) -> None:
-        if type(obj) is dict:  # fast path: a well-formed request or notification
-            method = obj.get("method")
-            msg_id = obj.get("id")
-            if (
-                type(method) is str
-                and method
-                and obj.get("jsonrpc") == "2.0"
-                and (type(msg_id) is str or (type(msg_id) is int and -_MAX_ID <= msg_id <= _MAX_ID))
-            ):
-                params = obj.get("params")
-                self._dispatch(method, msg_id, {} if params is None else params)
-                return
+        request = plain_request(obj)  # fast path: a well-formed request
+        if request is not None:
+            method, msg_id, params = request
+            self._dispatch(method, msg_id, {} if params is None else params)
+            return
         try:
             msg = parse_message(decode_line(line) if obj is _NOT_DECODED else obj)
         except ParseError as exc:

@@ -19,7 +19,15 @@ from oamd.jsonvalue import JsonTextError, loads, nests_deeper_than
 from oamd.limits import MAX_JSON_DEPTH, MAX_SAFE_INTEGER
 from oamd.rpc.errors import CODES, ParseError
 
-__all__ = ["Message", "check_nesting", "decode_line", "encode", "parse_message"]
+__all__ = [
+    "Message",
+    "check_nesting",
+    "decode_line",
+    "encode",
+    "is_plain_id",
+    "parse_message",
+    "plain_request",
+]
 
 
 class Message:
@@ -43,6 +51,27 @@ class Message:
 
 
 _NO_ID = object()
+
+
+def is_plain_id(value: Any) -> bool:
+    """An id echoed exactly as it came: a string, or an integer within ±(2^53-1). The one id rule
+    of every fast path (the connection's, the parser's, the early ``initialize``); any other id
+    goes through ``parse_message``'s full checks."""
+    return type(value) is str or (
+        type(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    )
+
+
+def plain_request(obj: Any) -> tuple[str, Any, Any] | None:
+    """``(method, id, params)`` of a decoded line that is a well-formed request with a plain id
+    (``params`` as sent, ``None`` when absent), else ``None``: then ``parse_message`` decides."""
+    if type(obj) is not dict:
+        return None
+    method = obj.get("method")
+    msg_id = obj.get("id")
+    if type(method) is str and method and obj.get("jsonrpc") == "2.0" and is_plain_id(msg_id):
+        return method, msg_id, obj.get("params")
+    return None
 
 
 def check_nesting(line: bytes, limit: int = MAX_JSON_DEPTH) -> None:
@@ -107,23 +136,15 @@ def parse_message(obj: Any) -> Message:
         InvalidMessage: not a JSON-RPC 2.0 message; ``.echo_id`` carries the id to echo when the
             id itself was valid (else the response uses ``null``).
     """
-    if type(obj) is dict:
+    request = plain_request(obj)
+    if request is not None:
+        method, msg_id, params = request
+        return Message(method, msg_id, {} if params is None else params)
+    if type(obj) is dict and "id" not in obj:  # a well-formed notification
         method = obj.get("method")
-        raw_id = obj.get("id", _NO_ID)
-        if (
-            type(method) is str
-            and method
-            and obj.get("jsonrpc") == "2.0"
-            and (
-                type(raw_id) is str
-                or raw_id is _NO_ID
-                or (type(raw_id) is int and -MAX_SAFE_INTEGER <= raw_id <= MAX_SAFE_INTEGER)
-            )
-        ):
+        if type(method) is str and method and obj.get("jsonrpc") == "2.0":
             params = obj.get("params")
-            return Message(
-                method, None if raw_id is _NO_ID else raw_id, {} if params is None else params
-            )
+            return Message(method, None, {} if params is None else params)
     return _parse_slowly(obj)
 
 
