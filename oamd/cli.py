@@ -13,8 +13,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from oamd import __version__
 from oamd._command_line import CommandLine, parse_command_line
 from oamd._command_options import (
@@ -25,6 +23,7 @@ from oamd._command_options import (
 )
 from oamd.app import build_registry, default_config, serve_stdio
 from oamd.backends.base import Availability, LanguageModel, UnconfiguredModel
+from oamd.jsonvalue import dumps_text
 from oamd.limits import WRITE_GRACE_SECONDS
 from oamd.log import configure_logging
 
@@ -222,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         import anyio
 
         availability = anyio.run(_checked, model)
-        sys.stdout.write(orjson.dumps(availability.to_wire()).decode() + "\n")
+        sys.stdout.write(dumps_text(availability.to_wire()) + "\n")
         return 0 if availability.available else EXIT_UNAVAILABLE
     inspector = _inspector(line)
     _tune_gc()

@@ -6,8 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from oamd.agent.entries import (
     PROMPT,
     RESPONSE,
@@ -21,6 +19,7 @@ from oamd.agent.entries import (
 from oamd.agent.prompt import turn_starts
 from oamd.agent.turn_spec import TurnSpec, one_off_turn
 from oamd.backends.base import LanguageModel, Sampling
+from oamd.jsonvalue import dumps_text
 
 __all__ = ["DEFAULT_SUMMARY_INSTRUCTIONS", "CompactionPlan", "compact_history", "render_lines"]
 
@@ -45,7 +44,7 @@ def render_lines(
             lines.append(f"{assistant}: {text_of(entry)}")
         elif kind == TOOL_CALLS:
             for call in calls_of(entry):
-                args = orjson.dumps(call.arguments).decode()
+                args = dumps_text(call.arguments)
                 lines.append(f"[{assistant} used {call.name} {args}]")
         elif kind == TOOL_OUTPUT:
             out = output_of(entry)

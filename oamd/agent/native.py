@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import orjson
 
 from oamd.agent.entries import (
     call_json,
@@ -58,7 +57,7 @@ from oamd.backends.base import (
     estimate_tokens,
 )
 from oamd.errors import ModelError
-from oamd.jsonvalue import JsonTextError, loads_embedded
+from oamd.jsonvalue import JsonTextError, dumps_text, loads_embedded
 
 __all__ = ["run_native_turn"]
 
@@ -300,7 +299,7 @@ def _finish(
             value = spec.schema.order(value)
         result.structured = value
         result.has_structured = True
-        result.text = orjson.dumps(value).decode()
+        result.text = dumps_text(value)
         entries.append(response_entry(result.text, value))
     else:
         entries.append(response_entry(text))

@@ -15,9 +15,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from oamd.agent.schema import CompiledSchema
+from oamd.jsonvalue import dumps_text
 
 __all__ = [
     "RESPOND_ACTION",
@@ -70,7 +69,7 @@ class ToolOutput:
             return self.value
         if self.kind == "error":
             return f"Error: {self.value}"
-        return orjson.dumps(self.value).decode()
+        return dumps_text(self.value)
 
 
 LocalRunner = Callable[[dict[str, Any]], Awaitable[ToolOutput]]

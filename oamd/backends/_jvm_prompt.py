@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import orjson
-
 from oamd.backends.base import ChatMessage
+from oamd.jsonvalue import dumps_text
 
 __all__ = ["render_prompt", "system_instruction", "tool_result_text"]
 
@@ -20,7 +19,7 @@ def system_instruction(messages: Sequence[ChatMessage]) -> str | None:
 
 def tool_result_text(message: ChatMessage) -> str:
     """How a ``tool`` message reads to a model without a tool role."""
-    output = message.content or orjson.dumps(message.output).decode()
+    output = message.content or dumps_text(message.output)
     return f"Tool result ({message.tool_name or 'tool'}): {output}"
 
 

@@ -17,10 +17,9 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import orjson
-
 from oamd.backends._jvm_prompt import system_instruction, tool_result_text
 from oamd.backends.base import ChatMessage
+from oamd.jsonvalue import dumps_text
 
 __all__ = ["ConversationPlan", "ConversationReuse", "Turn", "conversation_turns"]
 
@@ -43,7 +42,7 @@ def conversation_turns(messages: Sequence[ChatMessage]) -> tuple[str | None, lis
             continue
         if message.role == "assistant":
             calls = [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls]
-            turns.append(("model", message.content or orjson.dumps(calls).decode()))
+            turns.append(("model", message.content or dumps_text(calls)))
             continue
         text = tool_result_text(message) if message.role == "tool" else message.content
         if turns and turns[-1][0] == "user":

@@ -21,6 +21,7 @@ import orjson
 from oamd.backends._llama_scoring import Scorer, parallel_context, shared_length
 from oamd.backends._llama_threads import ThreadPolicy
 from oamd.backends.base import ChatMessage, Sampling, ScoredText
+from oamd.jsonvalue import dumps_text
 
 __all__ = [
     "CHATML_TEMPLATE",
@@ -203,7 +204,7 @@ class LlamaRuntime:
             self._grammars[key] = self._grammars.pop(key)  # most recently used last
             return self._grammars[key]
         try:
-            text = orjson.dumps(_ranges_as_enums(schema), option=orjson.OPT_SORT_KEYS).decode()
+            text = dumps_text(_ranges_as_enums(schema), sort_keys=True)
             grammar = LlamaGrammar.from_json_schema(text, verbose=False)
         except Exception:  # the converter raises bare errors on unsupported keywords
             grammar = None

@@ -11,10 +11,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from oamd.errors import MODEL_ERROR_NAMES, ModelError
-from oamd.jsonvalue import JsonTextError, loads
+from oamd.jsonvalue import JsonTextError, dumps_text, loads
 
 __all__ = [
     "MAX_ERROR_MESSAGE_CHARS",
@@ -106,13 +104,13 @@ def _error_parts(body: Any) -> tuple[str | None, str | None, str]:
             return (
                 code if isinstance(code, str) else None,
                 kind if isinstance(kind, str) else None,
-                message if isinstance(message, str) else orjson.dumps(message).decode(),
+                message if isinstance(message, str) else dumps_text(message),
             )
         if isinstance(error, str):
             return None, None, error
         detail = body.get("detail")
         if detail is not None:
-            return None, None, detail if isinstance(detail, str) else orjson.dumps(detail).decode()
+            return None, None, detail if isinstance(detail, str) else dumps_text(detail)
     if isinstance(body, str):
         return None, None, body
     return None, None, ""

@@ -14,8 +14,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import orjson
-
 from oamd.backends._openai_errors import clip, error_from_body, status_of
 from oamd.backends._reasoning import ReasoningFilter
 from oamd.backends.base import (
@@ -123,7 +121,7 @@ def _message(message: ChatMessage) -> dict[str, Any]:
             {
                 "id": call.id or f"call_{index}",
                 "type": "function",
-                "function": {"name": call.name, "arguments": orjson.dumps(call.arguments).decode()},
+                "function": {"name": call.name, "arguments": dumps_text(call.arguments)},
             }
             for index, call in enumerate(message.tool_calls)
         ]

@@ -47,6 +47,7 @@ from oamd.backends.base import (
 )
 from oamd.backends.jvm import Chunk, Done, DownloadProgress, Failed, JvmRuntime
 from oamd.errors import ModelError
+from oamd.jsonvalue import dumps_text
 
 __all__ = [
     "BACKGROUND_USE_BLOCKED",
@@ -215,7 +216,7 @@ class MlKitModel(LanguageModel):
             options["seed"] = sampling.seed & 0x7FFFFFFF
         limit = sampling.max_tokens or self._max_output
         options["maxOutputTokens"] = min(max(limit, 1), self._max_output)
-        return orjson.dumps(options).decode()
+        return dumps_text(options)
 
     def _start(self, begin: Starter, sink: Any, start: _Start) -> int:
         """On the JVM thread: the backend gets the guarded sink, never the Python proxy. When the

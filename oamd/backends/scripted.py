@@ -30,10 +30,8 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
-import orjson
 from anyio.lowlevel import checkpoint
 
 from oamd.backends._script_grammar import FALLBACK, Script, ScriptStep, parse_script
@@ -52,6 +50,7 @@ from oamd.backends.base import (
 )
 from oamd.backends.turn_snapshot import CURRENT_TURN, TurnSnapshot
 from oamd.errors import ModelError
+from oamd.jsonvalue import dumps_text
 
 __all__ = [
     "FALLBACK",
@@ -105,12 +104,8 @@ def render_template(template: str, request: GenerationRequest) -> str:
     return text.replace("{toolOutput}", outputs[-1] if outputs else "")
 
 
-def _compact(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
 def _envelope(call: ToolCallRequest) -> str:
-    return _compact({"action": call.name, "arguments": call.arguments})
+    return dumps_text({"action": call.name, "arguments": call.arguments})
 
 
 def _scripted_error(step: ScriptStep) -> ModelError:
@@ -219,7 +214,7 @@ class ScriptedModel(LanguageModel):
                 yield Usage(input_tokens, 0, 4 * len(step.value))
             return
         if step.kind == "json":
-            yield TextDelta(orjson.dumps(step.value).decode())
+            yield TextDelta(dumps_text(step.value))
             if step.usage is None:
                 yield Usage(input_tokens, 0, 8)
             return
@@ -276,7 +271,7 @@ class ScriptedModel(LanguageModel):
                     self._take()
                 else:
                     self._call = index + 1
-                text = _envelope(call) if request.kind == "decide" else _compact(call.arguments)
+                text = _envelope(call) if request.kind == "decide" else dumps_text(call.arguments)
                 return step, text, index == 0
             if step.kind in _REPLY_KINDS:  # the reply comes later: not used up here
                 if request.kind == "decide":
@@ -293,5 +288,5 @@ class ScriptedModel(LanguageModel):
     @staticmethod
     def _reply_text(step: ScriptStep, request: GenerationRequest) -> str:
         if step.kind == "json":
-            return _compact(step.value)
+            return dumps_text(step.value)
         return step.value if step.kind == "text" else render_template(step.value, request)

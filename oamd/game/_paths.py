@@ -14,9 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import orjson
-
-from oamd.jsonvalue import dumps
+from oamd.jsonvalue import dumps, dumps_text
 
 __all__ = [
     "ABSENT",
@@ -340,4 +338,4 @@ def type_name(value: Any) -> str:
 
 def compact(value: Any) -> str:
     """Compact JSON text of a value."""
-    return orjson.dumps(value).decode()
+    return dumps_text(value)

@@ -7,8 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from oamd.agent.events import TurnEvent
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.run_turn import run_turn
@@ -17,6 +15,7 @@ from oamd.agent.tools import ToolChoice, ToolDefinition
 from oamd.agent.turn_spec import ToolExecutor, TurnSpec, one_off_turn
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import ModelError
+from oamd.jsonvalue import dumps_text
 
 __all__ = ["ContentRequest", "generate"]
 
@@ -38,11 +37,7 @@ class ContentRequest:
     def spec(self, model: LanguageModel) -> TurnSpec:
         prompt = self.prompt
         if self.context is not None:
-            context = (
-                self.context
-                if isinstance(self.context, str)
-                else orjson.dumps(self.context).decode()
-            )
+            context = self.context if isinstance(self.context, str) else dumps_text(self.context)
             prompt = f"{prompt}\nFacts: {context}"
         instructions = self.instructions.strip() if self.instructions else ""
         return one_off_turn(

@@ -27,7 +27,6 @@ from importlib import resources
 from typing import Any, TypeVar
 
 import anyio
-import orjson
 from anyio.abc import SocketListener, TaskStatus
 
 from oamd.agent.trace import TURN_TRACER
@@ -45,6 +44,7 @@ from oamd.inspector._views import (
     turn_view,
     world_view,
 )
+from oamd.jsonvalue import dumps_text
 from oamd.rpc.observe import CONNECTION_WATCH
 from oamd.transport.sockets import BACKLOG, EndpointError, PrivateFiles, parse_host_port
 
@@ -166,7 +166,7 @@ class Inspector:
 
     def announce(self) -> None:
         """One JSON line on stderr: where the page is and where its token lives."""
-        sys.stderr.write(orjson.dumps(self.announcement()).decode() + "\n")
+        sys.stderr.write(dumps_text(self.announcement()) + "\n")
         sys.stderr.flush()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:

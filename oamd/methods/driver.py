@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-import orjson
 
 from oamd.agent.events import ToolCall, TurnEvent
 from oamd.agent.tools import ToolDefinition, ToolOutput
+from oamd.jsonvalue import dumps_text
 from oamd.methods.encode import encode_call, encode_event
 from oamd.rpc import Connection
 
@@ -36,9 +36,7 @@ def tool_output(result: Any, error: Any) -> ToolOutput:
     if isinstance(result, dict) and "output" in result:
         output = result["output"]
         if result.get("isError") is True:
-            return ToolOutput.error(
-                output if isinstance(output, str) else orjson.dumps(output).decode()
-            )
+            return ToolOutput.error(output if isinstance(output, str) else dumps_text(output))
         return ToolOutput.text(output) if isinstance(output, str) else ToolOutput.json(output)
     if isinstance(result, str):
         return ToolOutput.text(result)

@@ -24,6 +24,8 @@ from typing import Any
 
 import orjson
 
+from oamd.jsonvalue import dumps_text
+
 __all__ = ["Difference", "compare_lines", "exchanges", "is_streamed"]
 
 GENERATED_CALL_ID = re.compile(r"^call_[A-Za-z0-9]{24}$")
@@ -66,7 +68,7 @@ def _channel(line: Any, methods: dict[Any, str]) -> str:
 
 
 def _request(ident: Any, methods: dict[Any, str]) -> str:
-    key = orjson.dumps(ident).decode()
+    key = dumps_text(ident)
     method = methods.get(key)
     return f"request {key}" + (f" ({method})" if method else "")
 
@@ -170,7 +172,7 @@ class Difference:
 def _shown(value: Any) -> str:
     if value is _MISSING:
         return "(nothing)"
-    text = orjson.dumps(value).decode()
+    text = dumps_text(value)
     return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
 
 

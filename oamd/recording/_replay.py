@@ -22,6 +22,7 @@ import orjson
 from anyio.abc import ByteStream
 
 from oamd.app import default_config, serve_stream
+from oamd.jsonvalue import dumps_text
 from oamd.limits import MAX_CONNECTION_BYTES, MAX_LINE_BYTES, MAX_SESSIONS, MAX_TIMEOUT_SECONDS
 from oamd.recording._diff import Difference, compare_lines, exchanges, is_streamed
 from oamd.recording._log import CLIENT, DAEMON
@@ -248,7 +249,7 @@ def _methods(entries: list[dict[str, Any]]) -> dict[Any, str]:
     for entry in entries:
         line = entry.get("line")
         if entry["from"] == CLIENT and type(line) is dict and isinstance(line.get("method"), str):
-            methods[orjson.dumps(line.get("id")).decode()] = line["method"]
+            methods[dumps_text(line.get("id"))] = line["method"]
     return methods
 
 

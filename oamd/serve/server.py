@@ -40,12 +40,12 @@ from functools import partial
 from typing import Any
 
 import anyio
-import orjson
 from anyio.abc import ByteStream, TaskGroup, TaskStatus
 
 from oamd.agent.models import ModelFactory
 from oamd.app import ConnectionTap, build_registry
 from oamd.errors import LimitReached
+from oamd.jsonvalue import dumps_text
 from oamd.limits import (
     AUTH_TIMEOUT_SECONDS,
     DRAIN_SECONDS,
@@ -277,7 +277,7 @@ class Server:
         self._stop.set()
 
     def _announce(self, ready: dict[str, Any]) -> None:
-        line = orjson.dumps(ready).decode() + "\n"
+        line = dumps_text(ready) + "\n"
         if self.options.ready_file:
             self._files.write_ready(self.options.ready_file, line)
         sys.stderr.write(line)

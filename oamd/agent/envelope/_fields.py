@@ -18,10 +18,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-import orjson
-
 from oamd.agent.events import TurnUsage
 from oamd.backends.base import ChatMessage, GenerationRequest, LanguageModel, ScoredText
+from oamd.jsonvalue import dumps_text
 
 __all__ = ["FIELD_MAX_TOKENS", "is_flat", "write_fields"]
 
@@ -95,11 +94,11 @@ async def write_fields(
     text = "{"
     for index, key in enumerate(_order(schema)):
         field = properties[key]
-        text += ("" if index == 0 else ", ") + orjson.dumps(key).decode() + ": "
+        text += ("" if index == 0 else ", ") + dumps_text(key) + ": "
         kind = _kind(field)
         if kind in ("enum", "boolean"):
             options = field["enum"] if kind == "enum" else [True, False]
-            encoded = [orjson.dumps(option).decode() for option in options]
+            encoded = [dumps_text(option) for option in options]
             if len(options) == 1:
                 best = 0
             else:
@@ -133,5 +132,5 @@ async def write_fields(
                 sampling=replace(base.sampling, max_tokens=NUMBER_MAX_TOKENS),
             )
             value[key] = _number(await generate(request), field)
-        text += orjson.dumps(value[key]).decode()
+        text += dumps_text(value[key])
     return value

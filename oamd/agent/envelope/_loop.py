@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
-import orjson
 
 from oamd.agent.entries import RESPONSE, kind_of, prompt_entry, response_entry
 from oamd.agent.envelope._calls import TurnCalls
@@ -78,6 +77,7 @@ from oamd.backends.base import (
 )
 from oamd.backends.turn_snapshot import TurnSnapshot, showing
 from oamd.errors import InvalidRequest, ModelError
+from oamd.jsonvalue import dumps_text
 
 __all__ = ["STEP_KINDS", "regenerate_reply", "run_envelope_turn", "warm_up"]
 
@@ -437,7 +437,7 @@ class _EnvelopeTurn:
                 ordered, problems = schema.accept(value)
                 if not problems:
                     self.emit(PartialValue(ordered))
-                    compact = orjson.dumps(ordered).decode()
+                    compact = dumps_text(ordered)
                     self.entries.append(response_entry(compact, ordered))
                     return self._result(compact, ordered, True)
                 problem = f"the JSON does not match the required form: {join_problems(problems)}"
@@ -473,7 +473,7 @@ class _EnvelopeTurn:
                 f"{join_problems(problems)}.",
             )
         self.emit(PartialValue(ordered))
-        compact = orjson.dumps(ordered).decode()
+        compact = dumps_text(ordered)
         self.entries.append(response_entry(compact, ordered))
         return self._result(compact, ordered, True)
 

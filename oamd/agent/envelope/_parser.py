@@ -19,6 +19,7 @@ import orjson
 from oamd.agent.envelope._json_reader import first_value, json_candidates
 from oamd.agent.schema import CompiledSchema
 from oamd.agent.tools import RESPOND_ACTION
+from oamd.jsonvalue import dumps_text
 
 __all__ = [
     "NOT_AN_OBJECT",
@@ -293,7 +294,7 @@ def _interpret(envelope: dict[str, Any], tools: Sequence[str], allow_respond: bo
         value = envelope[key]
         name = _action_name(value)
         if first_seen is None:
-            first_seen = name if name is not None else orjson.dumps(value).decode()
+            first_seen = name if name is not None else dumps_text(value)
         target = _resolve(name, tools) if name is not None else None
         if target == RESPOND:
             return _respond_or_refusal(allow_respond, tools)
@@ -375,4 +376,4 @@ def call_key(tool: str, arguments: dict[str, Any]) -> bytes:
 
 def encode_envelope(action: str, arguments: dict[str, Any] | None = None) -> str:
     """The canonical envelope: ``{"action":"take_order","arguments":{"item":"stew"}}``."""
-    return orjson.dumps({"action": action, "arguments": arguments or {}}).decode()
+    return dumps_text({"action": action, "arguments": arguments or {}})

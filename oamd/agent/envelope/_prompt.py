@@ -13,12 +13,9 @@ it answers.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import orjson
 
 from oamd.agent.entries import (
     PROMPT,
@@ -36,6 +33,7 @@ from oamd.agent.history import History, Window
 from oamd.agent.schema import envelope_example, render_fields, render_inline
 from oamd.agent.tools import ToolDefinition, ToolOutput
 from oamd.backends.base import estimate_tokens
+from oamd.jsonvalue import dumps_text
 
 __all__ = [
     "Labels",
@@ -112,16 +110,9 @@ def system_text(instructions: str | None, tools: Sequence[ToolDefinition], label
     return "\n\n".join(parts)
 
 
-def _compact(value: Any) -> str:
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def tool_line(name: str, arguments: dict[str, Any], output: ToolOutput) -> str:
     """``[check_menu → {"stew":3}]``, ``[take_order {"item":"stew"} → Error: out of stew]``"""
-    args = f" {_compact(arguments)}" if arguments else ""
+    args = f" {dumps_text(arguments)}" if arguments else ""
     text = output.model_text.strip()
     if len(text) > MAX_TOOL_OUTPUT_CHARS:
         text = text[:MAX_TOOL_OUTPUT_CHARS] + "… (truncated)"
@@ -131,8 +122,8 @@ def tool_line(name: str, arguments: dict[str, Any], output: ToolOutput) -> str:
 def _structured_line(value: Any) -> str:
     """``key: value; key2: value2`` (strings unquoted): small models copy raw JSON objects."""
     if not isinstance(value, dict):
-        return _compact(value)
-    return "; ".join(f"{k}: {v if isinstance(v, str) else _compact(v)}" for k, v in value.items())
+        return dumps_text(value)
+    return "; ".join(f"{k}: {v if isinstance(v, str) else dumps_text(v)}" for k, v in value.items())
 
 
 def entry_lines(entries: Sequence[dict[str, Any]], labels: Labels) -> list[str]:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from oamd.game.npc.npc import MEMORY_TOOLS, Npc
 from oamd.game.npc.persona import Memory, Persona
+from oamd.jsonvalue import dumps_text
 
 __all__ = [
     "attitude",
@@ -29,7 +28,7 @@ __all__ = [
 
 
 def render_value(value: Any) -> str:
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
+    return value if isinstance(value, str) else dumps_text(value)
 
 
 def sentence(text: str) -> str:

@@ -12,9 +12,8 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from oamd.errors import InvalidParams
+from oamd.jsonvalue import JsonTextError, dumps_text
 from oamd.limits import MAX_ID_CHARS, MAX_SAFE_INTEGER, MAX_TIMEOUT_SECONDS
 
 __all__ = ["Params", "check_object_id", "shown"]
@@ -25,8 +24,8 @@ _MISSING = object()
 def shown(value: Any) -> str:
     """A value as the reference quotes it in errors: compact JSON, cut at 80 characters."""
     try:
-        text = orjson.dumps(value).decode()
-    except TypeError:
+        text = dumps_text(value)
+    except (TypeError, JsonTextError):
         text = "null" if isinstance(value, float) else repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 

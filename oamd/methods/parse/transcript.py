@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from oamd.agent.entries import (
     TOOL_OUTPUT,
     CallEntry,
@@ -26,7 +24,7 @@ from oamd.agent.entries import (
     tool_output_entry,
 )
 from oamd.errors import InvalidParams
-from oamd.jsonvalue import JsonTextError, loads_embedded
+from oamd.jsonvalue import JsonTextError, dumps_text, loads_embedded
 
 __all__ = ["RestoredTranscript", "export_transcript", "import_transcript"]
 
@@ -84,7 +82,7 @@ def _text(value: Any, what: str) -> str:
 
 def _output_entry(call_id: str, name: str, output: Any, is_error: bool) -> dict[str, Any]:
     if is_error:
-        kind, value = "error", output if isinstance(output, str) else orjson.dumps(output).decode()
+        kind, value = "error", output if isinstance(output, str) else dumps_text(output)
     else:
         kind, value = ("text" if isinstance(output, str) else "json"), output
     return tool_output_entry(call_id, name, kind, value)
@@ -204,7 +202,7 @@ def _segment_text(contents: Any) -> tuple[str, Any]:
         elif segment.get("type") == "structure" or "structure" in segment:
             structure = segment.get("structure") or {}
             structured = structure.get("content")
-            parts.append(orjson.dumps(structured).decode())
+            parts.append(dumps_text(structured))
     return "".join(parts), structured
 
 
