@@ -46,7 +46,7 @@ async def test_handler_bug_becomes_internal_error_and_serving_continues():
 
 async def test_tool_call_reply_resolves_while_the_reader_keeps_serving():
     def ask(req):
-        conn = req.conn
+        conn = req.port
 
         async def work():
             call = conn.start_call(
@@ -102,7 +102,7 @@ async def test_every_waiter_for_in_flight_work_wakes_when_it_ends():
     connections = []
 
     def hold(req):
-        connections.append(req.conn)
+        connections.append(req.port)
 
         async def work():
             started.set()
@@ -146,7 +146,7 @@ async def test_a_closed_connection_is_freed_by_a_young_collection_even_when_it_i
     held: list[weakref.ref] = [weakref.ref(state), weakref.ref(state.worlds)]
 
     def remember(req):
-        held.append(weakref.ref(req.conn))
+        held.append(weakref.ref(req.port))
         return Result({})
 
     registry = registry_with(x__remember=remember)

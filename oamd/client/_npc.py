@@ -9,10 +9,11 @@ catch-all (a misspelt keyword raises ``TypeError`` before anything is sent).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oamd.client._events import NpcEventNotification, typed_handler
 from oamd.client._game_results import NpcTalkResult, NpcUpdateResult
+from oamd.client._link import BridgeLink
 from oamd.client._params import (
     EventCallback,
     TextCallback,
@@ -23,16 +24,15 @@ from oamd.client._params import (
 )
 from oamd.client._tools import Tools
 
-if TYPE_CHECKING:
-    from oamd.client._bridge import Bridge
-
 __all__ = ["Npc"]
 
 
 class Npc:
     """An NPC: a persona with memory, a relationship to the player and tools."""
 
-    def __init__(self, bridge: Bridge, npc_id: str, tools: list[str], warnings: list[str]) -> None:
+    def __init__(
+        self, bridge: BridgeLink, npc_id: str, tools: list[str], warnings: list[str]
+    ) -> None:
         self.bridge = bridge
         self.id = npc_id
         self.tools = tools

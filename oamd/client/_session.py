@@ -9,9 +9,10 @@ there is no catch-all (a misspelt keyword raises ``TypeError`` before anything i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oamd.client._events import SessionEventNotification, typed_handler
+from oamd.client._link import BridgeLink
 from oamd.client._params import (
     EventCallback,
     TextCallback,
@@ -22,16 +23,13 @@ from oamd.client._params import (
 )
 from oamd.client._results import SessionAck, SessionCompactResult, SessionRespondResult
 
-if TYPE_CHECKING:
-    from oamd.client._bridge import Bridge
-
 __all__ = ["Session"]
 
 
 class Session:
     """A conversation with the model; its tools are the bridge's client tools it was created with."""
 
-    def __init__(self, bridge: Bridge, session_id: str, warnings: list[str]) -> None:
+    def __init__(self, bridge: BridgeLink, session_id: str, warnings: list[str]) -> None:
         self.bridge = bridge
         self.id = session_id
         self.warnings = warnings

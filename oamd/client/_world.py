@@ -9,7 +9,7 @@ notifications of a path, handed to its handler as ``WorldChange`` models, and re
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oamd.client._events import WorldChange, typed_handler
 from oamd.client._game_results import (
@@ -19,9 +19,7 @@ from oamd.client._game_results import (
     WorldSetResult,
     WorldUnsubscribeResult,
 )
-
-if TYPE_CHECKING:
-    from oamd.client._bridge import Bridge
+from oamd.client._link import BridgeLink
 
 __all__ = ["World", "WorldSubscription"]
 
@@ -29,7 +27,7 @@ __all__ = ["World", "WorldSubscription"]
 class World:
     """A JSON document NPCs read and write through their world tools, and the game through this."""
 
-    def __init__(self, bridge: Bridge, world_id: str, version: int) -> None:
+    def __init__(self, bridge: BridgeLink, world_id: str, version: int) -> None:
         self.bridge = bridge
         self.id = world_id
         self.created_version = version
