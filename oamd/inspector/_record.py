@@ -144,7 +144,7 @@ class Recorder:
 
     def begin(self, spec: TurnSpec) -> TurnRecord | None:
         request = current_request()
-        record = None if request is None else self._by_conn.get(id(request.conn))
+        record = None if request is None else self._by_conn.get(id(request.port))
         if request is None or record is None:
             return None  # not on behalf of a watched connection's request
         turn = TurnRecord(

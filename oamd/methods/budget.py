@@ -20,13 +20,23 @@ always make room.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from oamd.agent.footprint import json_size
+from oamd.agent.queue import Scheduled
 from oamd.errors import LimitReached
 
-if TYPE_CHECKING:
-    from oamd.methods.state import BridgeState
+
+class Holder(Protocol):
+    """What the budget reads of a connection's state (``BridgeState`` is one)."""
+
+    reserved_bytes: int
+
+    @property
+    def config(self) -> Any: ...
+
+    def held_bytes(self) -> int: ...
+
 
 __all__ = ["check_room", "held", "params_size"]
 
@@ -36,7 +46,7 @@ def params_size(params: Any) -> int:
     return json_size(params)
 
 
-def check_room(state: BridgeState, adding: int) -> None:
+def check_room(state: Holder, adding: int) -> None:
     """Refuses ``adding`` more bytes when the connection would then hold more than its budget;
     never refuses what adds nothing.
 
@@ -65,16 +75,17 @@ class _Held:
     other work then does nothing. Either way it ends, and what it held is released.
     """
 
-    __slots__ = ("_size", "_state", "_withdrawn", "_work")
+    __slots__ = ("_queued", "_size", "_state", "_withdrawn", "_work")
 
-    def __init__(self, state: BridgeState, size: int, work: Callable[[], Awaitable[Any]]) -> None:
+    def __init__(self, state: Holder, size: int, work: Callable[[], Awaitable[Any]]) -> None:
         self._state, self._size, self._work = state, size, work
+        self._queued = work if isinstance(work, Scheduled) else None
         self._withdrawn = False
         state.reserved_bytes += size
 
     async def __call__(self) -> Any:
         try:
-            if self._withdrawn and not hasattr(self._work, "withdraw"):
+            if self._withdrawn and self._queued is None:
                 return None
             return await self._work()
         finally:
@@ -83,12 +94,11 @@ class _Held:
 
     def withdraw(self) -> None:
         self._withdrawn = True
-        withdraw = getattr(self._work, "withdraw", None)
-        if withdraw is not None:
-            withdraw()
+        if self._queued is not None:
+            self._queued.withdraw()  # waits its turn, then ends Cancelled
 
 
-def held(state: BridgeState, size: int, work: Callable[[], Awaitable[Any]]) -> _Held:
+def held(state: Holder, size: int, work: Callable[[], Awaitable[Any]]) -> _Held:
     """``work`` holding ``size`` bytes of the budget until it ends (call it last in a handler:
     nothing may fail between this and returning the work)."""
     return _Held(state, size, work)

@@ -53,9 +53,8 @@ def generate(req: Request) -> Deferred:
     )
     model, _ = resolve_model(state.config.models, p.get("model"), use=(req.method, req.id))
     driver = TurnDriver(
-        req.conn,
+        req,
         {},
-        req.id,
         stream=False,
         default_timeout=state.config.tool_timeout if timeout is None else timeout,
     )

@@ -79,15 +79,14 @@ def register(registry: Registry) -> None:
         return _with_availability(req.state, lambda availability: availability.to_wire())
 
     def shutdown(req: Request) -> Deferred:
-        conn = req.conn
         state: BridgeState = req.state
         # later requests fail -32023, after this reply (a notification has none to wait for)
-        conn.begin_shutdown(reply_pending=not req.is_notification)
+        req.begin_shutdown()
         state.cancel_all_work()
 
         async def work() -> dict[str, Any]:
-            await conn.cancel_all()
-            conn.close_after_reply()
+            await req.cancel_all()
+            req.close_after_reply()
             return {}
 
         return Deferred(work)

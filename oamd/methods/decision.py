@@ -112,9 +112,8 @@ def decide(req: Request) -> Result | Deferred:
     request, model, tool_warnings = _parse(state, p, p, model)
     warnings += tool_warnings
     driver = TurnDriver(
-        req.conn,
+        req,
         {},
-        req.id,
         stream=False,
         default_timeout=request.tool_timeout,
         cancel_reason=DECISION_CANCEL_REASON,
@@ -153,9 +152,8 @@ def decide_many(req: Request) -> Deferred:
         ip = Params(item, f"requests[{i}]")
         request, _, item_warnings = _parse(state, ip, p, model)
         driver = TurnDriver(
-            req.conn,
+            req,
             {"index": i},
-            req.id,
             stream=False,
             default_timeout=request.tool_timeout,
             cancel_reason=DECISION_CANCEL_REASON,

@@ -20,7 +20,7 @@ from oamd.agent.events import ToolCall, TurnEvent
 from oamd.agent.tools import ToolDefinition, ToolOutput
 from oamd.jsonvalue import dumps_text
 from oamd.methods.encode import encode_call, encode_event
-from oamd.rpc import Connection
+from oamd.rpc import Request
 
 __all__ = ["TurnDriver", "format_duration"]
 
@@ -54,9 +54,8 @@ def format_duration(seconds: float) -> str:
 class TurnDriver:
     def __init__(
         self,
-        conn: Connection,
+        req: Request,
         context: dict[str, Any],
-        request_id: Any,
         *,
         stream: bool,
         event_method: str = "session/event",
@@ -65,9 +64,9 @@ class TurnDriver:
     ) -> None:
         self._cancel_reason = cancel_reason
         """Fixed ``tool/cancel`` reason (decisions); by default the model's error text."""
-        self._conn = conn
+        self._req = req
         self._context = context
-        self._request_id = request_id
+        self._request_id = req.id
         self._stream = stream
         self._event_method = event_method
         self._default_timeout = default_timeout
@@ -77,7 +76,7 @@ class TurnDriver:
         """What a streaming turn awaits after each text event (``run_turn``'s ``pace``): room in
         the connection's outbox, so a peer that reads slowly slows the turn instead of letting
         its events pile up. ``None`` when the request does not stream."""
-        return self._conn.outbox.wait_writable if self._stream else None
+        return self._req.wait_writable if self._stream else None
 
     def emit(self, event: TurnEvent) -> None:
         if self._stream:
@@ -86,7 +85,7 @@ class TurnDriver:
     def send_event(self, payload: dict[str, Any]) -> None:
         """Sends one event notification (when the request streams)."""
         if self._stream:
-            self._conn.send_notification(
+            self._req.notify(
                 self._event_method,
                 {**self._context, "requestId": self._request_id, "event": payload},
             )
@@ -104,7 +103,7 @@ class TurnDriver:
         self, call: ToolCall, tool: ToolDefinition
     ) -> tuple[ToolOutput, Callable[[], None] | None]:
         timeout = self._default_timeout if tool.timeout is None else tool.timeout
-        pending = self._conn.start_call(
+        pending = self._req.call(
             "tool/call", {**self._context, "requestId": self._request_id, "call": encode_call(call)}
         )
         try:
@@ -114,7 +113,7 @@ class TurnDriver:
         except BaseException:
             if pending.reply is None:
                 pending.abandon()
-                self._conn.send_notification(
+                self._req.notify(
                     "tool/cancel",
                     self._cancel_params(pending.id, call, self._cancel_reason or TURN_ENDED_REASON),
                 )
@@ -123,7 +122,7 @@ class TurnDriver:
         output = ToolOutput.error(f"Tool '{call.name}' timed out after {format_duration(timeout)}.")
 
         def send_cancel() -> None:
-            self._conn.send_notification(
+            self._req.notify(
                 "tool/cancel",
                 self._cancel_params(pending.id, call, self._cancel_reason or output.model_text),
             )

@@ -105,7 +105,7 @@ def _insert(req: Request, npc: Npc, warnings: list[str]) -> Result:
         world_store(req).attach_npc(npc.world)
     names = tool_names(npc.options, [t.name for t in npc.tools], npc.world is not None)
     if npc.model.capabilities.prefix_cache:
-        req.conn.start_deferred(None, partial(warm, npc), respond=False)
+        req.follow_up(partial(warm, npc))
     return Result({"npc": npc.id, "tools": names, "warnings": warnings})
 
 
@@ -187,9 +187,8 @@ def talk(req: Request) -> Deferred:
     choice = parse_tool_choice(p.get("toolChoice"), "toolChoice")
     warnings = p.unknown(TALK_KEYS)
     driver = TurnDriver(
-        req.conn,
+        req,
         {"npc": npc.id},
-        req.id,
         stream=stream,
         event_method="npc/event",
         default_timeout=npc.options.tool_timeout_seconds,
@@ -208,13 +207,13 @@ def talk(req: Request) -> Deferred:
         if kept is not None and kept.apply(npc):
             # background summarization, queued ahead of anything sent later; not awaited
             compaction = npc.queue.schedule(partial(compact, npc), follow_up=True)
-            req.conn.start_deferred(None, compaction, respond=False)
+            req.follow_up(compaction)
         elif npc.model.capabilities.prefix_cache:
             # while the player reads the line, the model evaluates the next turn's beginning
-            req.conn.start_deferred(None, partial(warm_next, npc), respond=False)
+            req.follow_up(partial(warm_next, npc))
         return _talk_result(npc, outcome, warnings)
 
-    return Deferred(held(state, size, npc.queue.schedule(work)))
+    return Deferred.queued(held(state, size, npc.queue.schedule(work)))
 
 
 def bark(req: Request) -> Deferred:
@@ -228,7 +227,7 @@ def bark(req: Request) -> Deferred:
     async def work() -> dict[str, Any]:
         return {"npc": npc.id, "line": await run_bark(npc, spec)}
 
-    return Deferred(held(state, size, work))
+    return Deferred.queued(held(state, size, work))
 
 
 def npc_state(req: Request) -> Result | Deferred:
@@ -240,7 +239,7 @@ def npc_state(req: Request) -> Result | Deferred:
         op.commit()
         return {"npc": npc.id, "state": save_npc(npc)}
 
-    return Deferred(npc.queue.schedule(work))
+    return Deferred.queued(npc.queue.schedule(work))
 
 
 def restore(req: Request) -> Result:
@@ -306,7 +305,7 @@ def update(req: Request) -> Deferred:
         change.apply(npc)
         return {"npc": npc.id, "warnings": warnings + change.warnings}
 
-    return Deferred(held(state, size, npc.queue.schedule(work)))
+    return Deferred.queued(held(state, size, npc.queue.schedule(work)))
 
 
 def reset(req: Request) -> Deferred:
@@ -321,7 +320,7 @@ def reset(req: Request) -> Deferred:
             npc.set_memory(fresh, npc.footprint.growth("memory", json_size(memory_to_wire(fresh))))
         return {"npc": npc.id}
 
-    return Deferred(npc.queue.schedule(work))
+    return Deferred.queued(npc.queue.schedule(work))
 
 
 def cancel(req: Request) -> Result:

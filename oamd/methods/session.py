@@ -127,7 +127,7 @@ def _warm(req: Request, session: Session) -> None:
             assistant_label=session.options.turn.assistant_label,
         )
 
-    req.conn.start_deferred(None, work, respond=False)
+    req.follow_up(work)
 
 
 def respond(req: Request) -> Deferred:
@@ -145,9 +145,8 @@ def respond(req: Request) -> Deferred:
     size = params_size(req.params)
     check_room(state, size)
     driver = TurnDriver(
-        req.conn,
+        req,
         {"session": session.id},
-        req.id,
         stream=bool(stream),
         default_timeout=session.options.tool_timeout,
     )
@@ -168,7 +167,7 @@ def respond(req: Request) -> Deferred:
         )
         return encode_turn(session.id, result, warnings)
 
-    return Deferred(held(state, size, session.queue.schedule(work)))
+    return Deferred.queued(held(state, size, session.queue.schedule(work)))
 
 
 def _session(req: Request) -> Session:
@@ -234,7 +233,7 @@ def _queued(req: Request, apply: Any, result: dict[str, Any], *, adds: bool = Tr
         apply(session)
         return result
 
-    return Deferred(held(state, size, session.queue.schedule(work)))
+    return Deferred.queued(held(state, size, session.queue.schedule(work)))
 
 
 def reset(req: Request) -> Deferred:
@@ -292,7 +291,7 @@ def compact(req: Request) -> Deferred:
         summary = await session.compact(op, keep or 0, instructions)
         return {"session": session.id, "summary": summary}
 
-    return Deferred(held(state, size, session.queue.schedule(work)))
+    return Deferred.queued(held(state, size, session.queue.schedule(work)))
 
 
 def register(registry: Registry) -> None:

@@ -23,13 +23,13 @@ def world_store(req: Request) -> WorldStore:
     """The connection's worlds, with a sink that sends ``world/changed`` on the connection."""
     store: WorldStore = req.state.worlds
     if store.on_change is None:
-        conn = req.conn
+        port = req.port
 
         def notify(world_id: str, changes: list[Change]) -> None:
             # the store through the connection, not captured: a store holding a sink that holds
             # the store is a cycle, which would keep the connection alive after it closed
-            for sub, change in conn.state.worlds.deliveries(world_id, changes):
-                conn.send_notification("world/changed", encode_change(sub, change))
+            for sub, change in port.state.worlds.deliveries(world_id, changes):
+                port.send_notification("world/changed", encode_change(sub, change))
 
         store.on_change = notify
     return store

@@ -362,9 +362,8 @@ class Connection:
             if len(self._in_flight) < MAX_IN_FLIGHT_REQUESTS:
                 self.start_deferred(msg_id, reply.work, respond=is_request, request=request)
                 return
-            withdraw = getattr(reply.work, "withdraw", None)
-            if withdraw is not None:  # give its queue place up in order, doing nothing
-                withdraw()
+            if reply.withdraw is not None:  # give its queue place up in order, doing nothing
+                reply.withdraw()
                 self.start_deferred(None, reply.work, respond=False)
             if is_request:
                 self._send_error(msg_id, to_wire_error(_too_many_in_flight()))
@@ -432,6 +431,10 @@ class Connection:
             self.outbox.send(message)
 
     # ---- requests to the client ------------------------------------------------------------
+
+    async def wait_writable(self) -> None:
+        """Until the outbox has room (a streaming turn's pace)."""
+        await self.outbox.wait_writable()
 
     def send_notification(self, method: str, params: dict[str, Any]) -> None:
         self.outbox.send({"jsonrpc": "2.0", "method": method, "params": params})

@@ -11,24 +11,41 @@ protocol's path: what it raises is logged and costs nothing else.
 from __future__ import annotations
 
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
 from oamd.log import get_logger
+from oamd.rpc.context import Request
 
-if TYPE_CHECKING:
-    from oamd.rpc.connection import Connection
-    from oamd.rpc.registry import Request
-
-__all__ = ["CONNECTION_WATCH", "ConnectionWatch", "current_request", "report"]
+__all__ = [
+    "CONNECTION_WATCH",
+    "ConnectionWatch",
+    "WatchedConnection",
+    "current_request",
+    "report",
+]
 
 log = get_logger("oamd.rpc")
 
 
+class WatchedConnection(Protocol):
+    """What a watch may read of a connection (``Connection`` is one)."""
+
+    state: Any
+
+    @property
+    def lifecycle(self) -> Any: ...
+
+    @property
+    def in_flight_count(self) -> int: ...
+
+    def extra(self, attribute: Any, default: Any = None) -> Any: ...
+
+
 class ConnectionWatch(Protocol):
-    def opened(self, conn: Connection) -> None:
+    def opened(self, conn: WatchedConnection) -> None:
         """``conn`` starts serving (its ``state`` is set; nothing has been read yet)."""
 
-    def closed(self, conn: Connection) -> None:
+    def closed(self, conn: WatchedConnection) -> None:
         """``conn`` has closed: everything it ran has ended (its ``state`` is still set)."""
 
 
@@ -46,7 +63,7 @@ def current_request() -> Request | None:
     return CURRENT_REQUEST.get()
 
 
-def report(watch: ConnectionWatch, event: str, conn: Connection) -> None:
+def report(watch: ConnectionWatch, event: str, conn: WatchedConnection) -> None:
     """Tells ``watch`` that ``conn`` ``opened`` or ``closed``, containing what it raises."""
     try:
         getattr(watch, event)(conn)

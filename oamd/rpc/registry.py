@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from oamd.errors import InternalError
 from oamd.log import get_logger
-
-if TYPE_CHECKING:
-    from oamd.rpc.connection import Connection
+from oamd.rpc.context import Request
 
 __all__ = ["Deferred", "Handler", "Registry", "Reply", "Request", "Result"]
 
@@ -31,6 +29,14 @@ class Result:
     value: Any
 
 
+class Withdrawable(Protocol):
+    """Work that took a place in a queue when its handler ran, and can give it up."""
+
+    def __call__(self) -> Awaitable[Any]: ...
+
+    def withdraw(self) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Deferred:
     """Work that runs concurrently after the handler returned; its return value is the result.
@@ -39,36 +45,21 @@ class Deferred:
     end of the drain after stdio's end of input) it answers -32009.
     Work with a commit point (a turn) must leave no trace when cancelled before it.
 
-    Work that took a place in a queue when the handler ran has a ``withdraw()`` method: when the
-    connection refuses the request (too many in flight) it calls it and runs the work anyway,
-    unanswered, so the place is given up in order without doing anything.
+    ``withdraw`` is set for work that took a place in a queue when the handler ran
+    (``Deferred.queued``): when the connection refuses the request (too many in flight) it calls
+    it and runs the work anyway, unanswered, so the place is given up in order without doing
+    anything.
     """
 
     work: Callable[[], Awaitable[Any]]
+    withdraw: Callable[[], None] | None = None
+
+    @classmethod
+    def queued(cls, work: Withdrawable) -> Deferred:
+        return cls(work, work.withdraw)
 
 
 Reply = Result | Deferred
-
-
-class Request:
-    """What a handler sees: the message and the connection it came in on."""
-
-    __slots__ = ("conn", "id", "method", "params")
-
-    def __init__(self, conn: Connection, id: Any, method: str, params: dict[str, Any]) -> None:
-        self.conn = conn
-        self.id = id
-        self.method = method
-        self.params = params
-
-    @property
-    def is_notification(self) -> bool:
-        return self.id is None
-
-    @property
-    def state(self) -> Any:
-        """The per-connection state the application attached (sessions, NPCs, worlds)."""
-        return self.conn.state
 
 
 Handler = Callable[[Request], Reply]
