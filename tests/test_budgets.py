@@ -483,7 +483,7 @@ def test_the_limits_are_documented():
 
 
 def test_an_npc_world_write_past_the_limit_is_an_error_the_model_reads():
-    from oamd.game.world import WorldState, write_world_state
+    from oamd.game.world.document import WorldState, write_world_state
 
     world = WorldState({"log": "x" * (MAX_WORLD_BYTES - 100)}, id="w")
     out = write_world_state(world, "note", "y" * 200, [""])

@@ -17,8 +17,8 @@ from oamd.errors import (
     WorldExists,
     WorldNotFound,
 )
-from oamd.game.world import Change, WorldState
-from oamd.game.world_store import WorldStore
+from oamd.game.world.document import Change, WorldState
+from oamd.game.world.store import WorldStore
 from oamd.jsonvalue import dumps
 from oamd.limits import MAX_WORLD_BYTES
 from oamd.methods.parse.params import check_object_id

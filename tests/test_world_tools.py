@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from oamd.agent.tools import ToolOutput
-from oamd.game.world import (
+from oamd.game.world.document import (
     Change,
     WorldState,
     read_tool_description,
@@ -15,7 +15,7 @@ from oamd.game.world import (
     write_tool_description,
     write_world_state,
 )
-from oamd.game.world_store import WorldStore, write_world_tool
+from oamd.game.world.store import WorldStore, write_world_tool
 
 STATE = {
     "player": {"name": "Aria", "gold": 60, "brave": True, "bag": ["rope"], "hat": None},

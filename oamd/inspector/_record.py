@@ -39,7 +39,7 @@ from oamd.rpc.observe import current_request
 
 if TYPE_CHECKING:
     from oamd.agent.turn_spec import TurnSpec
-    from oamd.game.world import Change
+    from oamd.game.world.document import Change
     from oamd.rpc import Connection, Request
 
 __all__ = ["OTHER", "ConnectionRecord", "Recorder", "subject_of"]

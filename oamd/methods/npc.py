@@ -13,15 +13,9 @@ from oamd.errors import InvalidParams, OamdError
 from oamd.game.npc.npc import Npc, check_tool_names, tool_names
 from oamd.game.npc.persona import Memory, NpcOptions
 from oamd.game.npc.reply import LineTracker, TalkOutcome
-from oamd.game.npc.turns import (
-    bark_spec,
-    compact,
-    keep_talk,
-    run_bark,
-    talk_turn,
-    warm,
-    warm_next,
-)
+from oamd.game.npc.talk import TalkLine, TalkPeer
+from oamd.game.npc.talk import talk as talk_npc
+from oamd.game.npc.turns import bark_spec, run_bark, warm
 from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
 from oamd.methods.encode import encode_call, encode_record, encode_usage
@@ -194,24 +188,18 @@ def talk(req: Request) -> Deferred:
         default_timeout=npc.options.tool_timeout_seconds,
     )
     tracker, on_event = _npc_events(driver, npc)
+    peer = TalkPeer(on_event, driver.execute, tracker, driver.pace)
     size = params_size(req.params)
     check_room(state, size)
 
+    def room(kept: int) -> None:
+        check_room(state, kept - size)  # the params it held become what it keeps
+
     async def work(op: Operation) -> dict[str, Any]:
-        outcome, draft = await talk_turn(
-            npc, line, context, choice, on_event, driver.execute, tracker, pace=driver.pace
-        )
-        kept = keep_talk(outcome, draft)
-        check_room(state, (0 if kept is None else kept.bytes) - size)  # over: no trace
-        op.commit()
-        if kept is not None and kept.apply(npc):
-            # background summarization, queued ahead of anything sent later; not awaited
-            compaction = npc.queue.schedule(partial(compact, npc), follow_up=True)
-            req.follow_up(compaction)
-        elif npc.model.capabilities.prefix_cache:
-            # while the player reads the line, the model evaluates the next turn's beginning
-            req.follow_up(partial(warm_next, npc))
-        return _talk_result(npc, outcome, warnings)
+        talked = await talk_npc(npc, op, TalkLine(line, context, choice), peer, room)
+        if talked.follow_up is not None:
+            req.follow_up(talked.follow_up)
+        return _talk_result(npc, talked.outcome, warnings)
 
     return Deferred.queued(held(state, size, npc.queue.schedule(work)))
 

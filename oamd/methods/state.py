@@ -12,7 +12,7 @@ from oamd.limits import MAX_CONNECTION_BYTES, MAX_SESSIONS
 if TYPE_CHECKING:
     from oamd.agent.session import SessionStore
     from oamd.game.npc.npc import NpcStore
-    from oamd.game.world_store import ChangeSink, WorldStore
+    from oamd.game.world.store import ChangeSink, WorldStore
 
 __all__ = ["BridgeState", "DaemonConfig"]
 
@@ -71,7 +71,7 @@ class BridgeState:
     def worlds(self) -> WorldStore:
         """The connection's worlds; ``methods.world.world_store`` gives it its change sink."""
         if self._worlds is None:
-            from oamd.game.world_store import WorldStore
+            from oamd.game.world.store import WorldStore
             from oamd.methods.budget import check_room
 
             me = weakref.ref(self)  # the store (and every world) holds this: not a cycle

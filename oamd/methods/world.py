@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from oamd.errors import InvalidParams
-from oamd.game.world import Change, WorldState
-from oamd.game.world_store import Subscription, WorldStore
+from oamd.game.world.document import Change, WorldState
+from oamd.game.world.store import Subscription, WorldStore
 from oamd.methods.parse.params import Params, check_object_id
 from oamd.rpc import Registry, Request, Result
 

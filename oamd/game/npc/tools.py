@@ -17,7 +17,7 @@ from oamd.agent.tools import ToolDefinition, ToolOutput
 from oamd.game.npc.npc import Npc
 from oamd.game.npc.persona import Memory, NpcOptions, clamp_relationship
 from oamd.game.npc.prompt import attitude, render_value
-from oamd.game.world import (
+from oamd.game.world.document import (
     read_tool_description,
     read_world_tool,
     write_tool_description,

@@ -1,14 +1,13 @@
-"""Running an NPC's turns: a dialogue line (``npc/talk``), a bark, a warm-up and compaction.
+"""Running an NPC's other turns and their parts: the setup a dialogue turn shares, a bark, a
+warm-up and compaction.
 
-Each function works on one ``Npc`` and leaves the order to its queue: the methods layer
-schedules the work and calls ``commit()``; what changes the NPC after that point
-(``KeptTalk.apply``, the tail of ``compact``) runs only once the operation has committed.
+Each function works on one ``Npc`` and leaves the order to its queue: what changes the NPC
+after the commit (the tail of ``compact``) runs only once the operation has committed. The
+dialogue turn itself is ``game/npc/talk.py``'s service.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from oamd.agent.compaction import (
@@ -18,19 +17,15 @@ from oamd.agent.compaction import (
     render_lines,
 )
 from oamd.agent.envelope import chat_messages, chat_window, warm_up
-from oamd.agent.events import TurnEvent
-from oamd.agent.history import entries_size
 from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
 from oamd.agent.run_turn import run_turn
-from oamd.agent.stream import Pace
-from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn_spec import NoToolExecutor, ToolExecutor, TurnSpec, one_off_turn
+from oamd.agent.tools import ToolDefinition
+from oamd.agent.turn_spec import NoToolExecutor, TurnSpec, one_off_turn
 from oamd.backends.base import Sampling
 from oamd.errors import ModelError
-from oamd.game.npc.compact_reply import compact_prompt, prime_choices, run_compact_talk
+from oamd.game.npc.compact_reply import prime_choices
 from oamd.game.npc.npc import Npc
-from oamd.game.npc.persona import Memory
 from oamd.game.npc.prompt import (
     compact_instructions,
     game_state,
@@ -38,18 +33,15 @@ from oamd.game.npc.prompt import (
     persona_instructions,
     render_value,
 )
-from oamd.game.npc.reply import LineTracker, TalkOutcome, run_talk, spoken_line, talk_prompt
+from oamd.game.npc.reply import spoken_line
 from oamd.game.npc.tools import MemoryDraft, new_draft, npc_tools, npc_world_tools
 
 __all__ = [
-    "KeptTalk",
     "bark_spec",
     "compact",
     "compaction_due",
     "compaction_instructions",
-    "keep_talk",
     "run_bark",
-    "talk_turn",
     "warm",
     "warm_next",
 ]
@@ -97,69 +89,6 @@ async def warm_next(npc: Npc) -> None:
     window = chat_window(npc.history)
     messages = chat_messages(compact_instructions(npc), window, "", ())[:-1]
     await npc.model.prefill(messages)
-
-
-async def talk_turn(
-    npc: Npc,
-    line: str,
-    context: Any,
-    choice: ToolChoice | None,
-    on_event: Callable[[TurnEvent], None],
-    execute: ToolExecutor,
-    tracker: LineTracker,
-    *,
-    pace: Pace | None = None,
-) -> tuple[TalkOutcome, MemoryDraft]:
-    """One dialogue turn, not yet kept: its outcome and the memory it staged (``pace``:
-    ``run_turn``'s).
-
-    Raises:
-        ModelError: the turn failed and no fallback applies.
-    """
-    await npc.model.settle_capabilities()
-    draft, tools, instructions = turn_setup(npc)
-    if compact_turns(npc):
-        prompt = compact_prompt(line, context, game_state(npc))
-        outcome = await run_compact_talk(
-            npc, line, prompt, choice, instructions, tools, on_event, execute, tracker, pace=pace
-        )
-        return outcome, draft
-    prompt = talk_prompt(line, context, game_state(npc))
-    outcome = await run_talk(
-        npc, prompt, choice, instructions, tools, on_event, execute, tracker, draft, pace=pace
-    )
-    return outcome, draft
-
-
-@dataclass
-class KeptTalk:
-    """What a talk turn keeps once it commits: its exchange and the memory it staged, and the
-    bytes they add to the NPC (checked against the connection's budget before the commit)."""
-
-    entries: list[dict[str, Any]]
-    entries_bytes: int
-    memory: Memory
-    memory_growth: int
-
-    @property
-    def bytes(self) -> int:
-        return self.entries_bytes + self.memory_growth
-
-    def apply(self, npc: Npc) -> bool:
-        """Keeps them (after the commit); returns whether compaction is due now."""
-        npc.set_memory(self.memory, self.memory_growth)
-        npc.history.extend(self.entries, self.entries_bytes)
-        return compaction_due(npc)
-
-
-def keep_talk(outcome: TalkOutcome, draft: MemoryDraft) -> KeptTalk | None:
-    """What a finished turn would keep; ``None`` for a fallback, which keeps nothing."""
-    if not outcome.commits_memory:
-        return None
-    memory = draft.committed()
-    return KeptTalk(
-        outcome.entries, entries_size(outcome.entries), memory, draft.size_change(memory)
-    )
 
 
 def compaction_instructions(name: str) -> str:

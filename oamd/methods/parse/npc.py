@@ -13,7 +13,6 @@ from typing import Any
 from oamd.agent.footprint import json_size
 from oamd.agent.tools import ToolChoice
 from oamd.errors import InvalidParams
-from oamd.game._paths import merging
 from oamd.game.npc.npc import Npc, NpcUpdate, check_tool_names, tool_names
 from oamd.game.npc.persona import (
     DEFAULT_SECRETS_THRESHOLD,
@@ -25,6 +24,7 @@ from oamd.game.npc.persona import (
     clamp_relationship,
     match_emotion,
 )
+from oamd.game.world.paths import merging
 from oamd.methods.parse.params import Params
 from oamd.methods.parse.tools import (
     choice_to_wire,

@@ -3,7 +3,7 @@ world tools.
 
 ``WorldState`` owns one document and its ``version``; every operation is atomic (a failing one
 changes nothing and does not count) and returns the changed leaves, which it hands to its
-``observer`` (the ``WorldStore`` that holds it, ``game.world_store``). Documents are never
+``observer`` (the ``WorldStore`` that holds it, ``game.world.store``). Documents are never
 mutated in place, so ``snapshot()`` is cheap and stays valid; callers must not mutate what they
 get either.
 """
@@ -17,8 +17,8 @@ from typing import Any
 from oamd.agent.session import utc_now
 from oamd.agent.tools import ToolOutput
 from oamd.errors import LimitReached, WorldError
-from oamd.game import _world_tools as tools
-from oamd.game._paths import (
+from oamd.game.world import tools
+from oamd.game.world.paths import (
     ABSENT,
     MAX_DEPTH,
     PathError,

@@ -19,8 +19,8 @@ from typing import Any
 from oamd.agent.store import ObjectStore
 from oamd.agent.tools import ToolOutput
 from oamd.errors import LimitReached, SubscriptionNotFound, WorldExists, WorldNotFound
-from oamd.game._paths import Segments, overlaps, parse_path
-from oamd.game.world import Change, WorldState, write_world_state
+from oamd.game.world.document import Change, WorldState, write_world_state
+from oamd.game.world.paths import Segments, overlaps, parse_path
 from oamd.limits import MAX_SUBSCRIPTIONS, MAX_WORLDS
 from oamd.log import get_logger
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oamd.agent.tools import ToolOutput
-from oamd.game._paths import (
+from oamd.game.world.paths import (
     ABSENT,
     PathError,
     Segments,

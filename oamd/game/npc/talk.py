@@ -1,0 +1,142 @@
+"""An NPC's dialogue turn as a service (``npc/talk``): it owns the whole turn, as
+``Session.respond`` owns a session's — run the line, decide what it keeps, ask the connection's
+budget, commit, keep it — and names the follow-up the daemon should run after the answer
+(compaction when due, else a prefill of the next turn's beginning, else none). The adapter
+(``methods/npc.py``) only reads params, encodes, and schedules that follow-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from oamd.agent.events import TurnEvent
+from oamd.agent.history import entries_size
+from oamd.agent.queue import Operation
+from oamd.agent.session import RoomCheck
+from oamd.agent.stream import Pace
+from oamd.agent.tools import ToolChoice
+from oamd.agent.turn_spec import ToolExecutor
+from oamd.game.npc.compact_reply import compact_prompt, run_compact_talk
+from oamd.game.npc.npc import Npc
+from oamd.game.npc.persona import Memory
+from oamd.game.npc.prompt import game_state
+from oamd.game.npc.reply import LineTracker, TalkOutcome, run_talk, talk_prompt
+from oamd.game.npc.tools import MemoryDraft
+from oamd.game.npc.turns import compact, compact_turns, compaction_due, turn_setup, warm_next
+
+__all__ = ["FollowUp", "TalkLine", "TalkPeer", "Talked", "talk"]
+
+FollowUp = Callable[[], Awaitable[Any]]
+"""The daemon's own work after an answer: queued or not, it is run unanswered."""
+
+
+@dataclass(frozen=True, slots=True)
+class TalkLine:
+    """What the player said, and how the turn may use tools."""
+
+    line: str
+    context: Any = None
+    choice: ToolChoice | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TalkPeer:
+    """The engine's side of a turn: where events go, who runs client tools, how fast a
+    streaming line may go, and the tracker that streams the line itself."""
+
+    emit: Callable[[TurnEvent], None]
+    execute: ToolExecutor
+    tracker: LineTracker
+    pace: Pace | None = None
+
+
+async def talk_turn(npc: Npc, said: TalkLine, peer: TalkPeer) -> tuple[TalkOutcome, MemoryDraft]:
+    """One dialogue turn, not yet kept: its outcome and the memory it staged.
+
+    Raises:
+        ModelError: the turn failed and no fallback applies.
+    """
+    await npc.model.settle_capabilities()
+    draft, tools, instructions = turn_setup(npc)
+    line, choice, emit, execute, tracker = (
+        said.line,
+        said.choice,
+        peer.emit,
+        peer.execute,
+        peer.tracker,
+    )
+    if compact_turns(npc):
+        prompt = compact_prompt(line, said.context, game_state(npc))
+        outcome = await run_compact_talk(
+            npc, line, prompt, choice, instructions, tools, emit, execute, tracker, pace=peer.pace
+        )
+        return outcome, draft
+    prompt = talk_prompt(line, said.context, game_state(npc))
+    outcome = await run_talk(
+        npc, prompt, choice, instructions, tools, emit, execute, tracker, draft, pace=peer.pace
+    )
+    return outcome, draft
+
+
+@dataclass
+class KeptTalk:
+    """What a talk turn keeps once it commits: its exchange and the memory it staged, and the
+    bytes they add to the NPC (checked against the connection's budget before the commit)."""
+
+    entries: list[dict[str, Any]]
+    entries_bytes: int
+    memory: Memory
+    memory_growth: int
+
+    @property
+    def bytes(self) -> int:
+        return self.entries_bytes + self.memory_growth
+
+    def apply(self, npc: Npc) -> bool:
+        """Keeps them (after the commit); returns whether compaction is due now."""
+        npc.set_memory(self.memory, self.memory_growth)
+        npc.history.extend(self.entries, self.entries_bytes)
+        return compaction_due(npc)
+
+
+def keep_talk(outcome: TalkOutcome, draft: MemoryDraft) -> KeptTalk | None:
+    """What a finished turn would keep; ``None`` for a fallback, which keeps nothing."""
+    if not outcome.commits_memory:
+        return None
+    memory = draft.committed()
+    return KeptTalk(
+        outcome.entries, entries_size(outcome.entries), memory, draft.size_change(memory)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Talked:
+    outcome: TalkOutcome
+    follow_up: FollowUp | None
+    """Compaction (already in the NPC's queue, ahead of anything sent later) or a prefill."""
+
+
+async def talk(
+    npc: Npc, op: Operation, said: TalkLine, peer: TalkPeer, check_room: RoomCheck
+) -> Talked:
+    """Runs one dialogue turn and commits it: ``check_room`` is asked with the bytes the turn
+    keeps (less than nothing for a fallback, which keeps nothing), then ``op`` commits and the
+    NPC keeps its exchange and memory.
+
+    Raises:
+        ModelError: the turn failed and no fallback applies. Cancelled: a cancel came first.
+        LimitReached: ``check_room`` refused what the turn would keep (then it left no trace).
+    """
+    outcome, draft = await talk_turn(npc, said, peer)
+    kept = keep_talk(outcome, draft)
+    check_room(0 if kept is None else kept.bytes)
+    op.commit()
+    if kept is not None and kept.apply(npc):
+        return Talked(outcome, npc.queue.schedule(partial(compact, npc), follow_up=True))
+    if npc.model.capabilities.prefix_cache:
+        # while the player reads the line, the model evaluates the next turn's beginning
+        return Talked(outcome, partial(warm_next, npc))
+    return Talked(outcome, None)
