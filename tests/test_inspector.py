@@ -360,3 +360,28 @@ def _answer(output: Any):
         return {"output": output}
 
     return handler
+
+
+async def test_a_likelihood_choice_is_a_step_with_its_candidates_and_their_scores(tmp_path):
+    # a small model chooses whether to call a tool by likelihood: that choice is a model step
+    # like any other (agent/step.py), so the page shows what was asked and what each scored
+    small = {
+        "type": "scripted",
+        "style": "envelope",
+        "capabilities": {"compactPrompts": True, "scoresText": True},
+        "steps": [{"scores": [-4.0, -0.3], "tokens": [2, 1]}, {"raw": "Nothing to look at."}],
+    }
+    async with inspected_daemon(tmp_path) as d:
+        await d.client.request("session/create", {"session": "s", "tools": [LOOK], "model": small})
+        with anyio.fail_after(5):
+            await d.client.request("session/respond", {"session": "s", "prompt": "Anything?"})
+        (conn,) = (await d.get("daemon"))["connections"]
+        (summary,) = (await d.get(f"connections/{conn['id']}/sessions/s"))["turns"]
+        turn = await d.get(f"connections/{conn['id']}/turns/{summary['id']}")
+    scoring, answer = turn["steps"]
+    assert scoring["kind"] == "score" and scoring["outcome"] == "done"
+    look, none = scoring["candidates"]
+    assert (look["logprob"], none["logprob"]) == (-4.0, -0.3)
+    assert look["scored"] == none["scored"] == "Anything?"
+    assert look["message"]["content"] != none["message"]["content"]  # each reads the ask its way
+    assert answer["output"] == "Nothing to look at."

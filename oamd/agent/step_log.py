@@ -16,7 +16,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from oamd.agent.trace import CURRENT_TRACE, StepFigures, report_step
-from oamd.backends.base import GenerationRequest, LanguageModel, ToolCallRequest, Usage
+from oamd.backends.base import (
+    GenerationRequest,
+    LanguageModel,
+    ScoredText,
+    Scores,
+    ToolCallRequest,
+    Usage,
+)
 from oamd.log import debug_enabled, get_logger
 
 if TYPE_CHECKING:
@@ -30,15 +37,39 @@ log = get_logger("oamd.agent")
 class StepTimer:
     """Collects one step's figures as its stream is read; ``log`` writes them once."""
 
-    __slots__ = ("_first", "_model", "_request", "_started", "_trace", "cached", "input", "output")
+    __slots__ = (
+        "_candidates",
+        "_first",
+        "_model",
+        "_request",
+        "_started",
+        "_trace",
+        "cached",
+        "input",
+        "output",
+    )
 
-    def __init__(self, model: LanguageModel, request: GenerationRequest) -> None:
+    def __init__(self, model: LanguageModel, request: GenerationRequest | None) -> None:
         self._model = model
         self._request = request
+        self._candidates: tuple[ScoredText, ...] = ()
         self._started = time.perf_counter()
         self._first: float | None = None
         self._trace = CURRENT_TRACE.get()
         self.input = self.cached = self.output = 0
+
+    @classmethod
+    def scoring(cls, model: LanguageModel, candidates: list[ScoredText]) -> StepTimer:
+        """The timer of a likelihood choice (kind ``score``)."""
+        timer = cls(model, None)
+        timer._candidates = tuple(candidates)
+        return timer
+
+    def log_scores(self, outcome: str, scores: Scores | None) -> None:
+        """A scoring step's record: its tokens are the ones the backend evaluated."""
+        if scores is not None:
+            self.usage(scores.usage)
+        self.log(outcome, scores=() if scores is None else scores.logprobs)
 
     def text(self) -> None:
         """A piece of text arrived."""
@@ -55,6 +86,8 @@ class StepTimer:
         outcome: str,
         stream: StepStream | None = None,
         tool_calls: Sequence[ToolCallRequest] = (),
+        *,
+        scores: tuple[float, ...] = (),
     ) -> None:
         """Writes the record (``outcome``: ``done``, ``stopped`` early by the reader, ``failed``)
         and hands a traced turn the step, with the text ``stream`` holds and the ``tool_calls``."""
@@ -81,18 +114,22 @@ class StepTimer:
                     decode_ms,
                     total_ms,
                     outcome,
+                    self._candidates,
+                    scores,
                 ),
             )
         if not debug_enabled():
             return
+        request = self._request
         log.debug(
             "model_step",
             backend=self._model.name,
-            kind=self._request.kind,
+            kind="score" if request is None else request.kind,
             prompt_tokens=self.input,
             cached_tokens=self.cached,
             output_tokens=self.output,
-            constrained=self._request.schema is not None,
+            constrained=request is not None and request.schema is not None,
+            candidates=len(self._candidates) or None,
             first_token_ms=first_ms,
             decode_ms=decode_ms,
             total_ms=total_ms,

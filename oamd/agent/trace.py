@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from oamd.backends.base import GenerationRequest, ToolCallRequest
+from oamd.backends.base import GenerationRequest, ScoredText, ToolCallRequest
 from oamd.log import get_logger
 
 if TYPE_CHECKING:
@@ -44,10 +44,11 @@ class StepFigures:
     """One model step as it happened: ``request`` exactly as the backend was given it, ``text``
     as it answered (the raw stream, before the loop parsed it), the tool calls it requested
     (native loop), the tokens it reported (else 0) and its times. ``outcome``: ``done``,
-    ``stopped`` early by the reader, or ``failed``."""
+    ``stopped`` early by the reader, or ``failed``. A likelihood choice (``score``) has no
+    request: its ``candidates`` and their ``scores`` instead."""
 
     backend: str
-    request: GenerationRequest
+    request: GenerationRequest | None
     text: str
     tool_calls: Sequence[ToolCallRequest]
     prompt_tokens: int
@@ -57,6 +58,10 @@ class StepFigures:
     decode_ms: float
     total_ms: float
     outcome: str
+    candidates: tuple[ScoredText, ...] = ()
+    """A scoring step's candidates (``request`` is then ``None``): what was asked."""
+    scores: tuple[float, ...] = ()
+    """And the log-probability the backend gave each (empty when it failed)."""
 
 
 class TurnTrace(Protocol):

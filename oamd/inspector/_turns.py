@@ -203,14 +203,20 @@ def cache_share(prompt: int, cached: int) -> float | None:
 
 def step_summary(index: int, figures: StepFigures) -> dict[str, Any]:
     request = figures.request
+    if request is None:  # a likelihood choice: what was asked is its candidates
+        first = figures.candidates[0].messages if figures.candidates else []
+        kind, tool_mode, tools, constrained, count = "score", None, [], False, len(first)
+    else:
+        kind, tool_mode, constrained = request.kind, request.tool_mode, request.schema is not None
+        tools, count = [t.name for t in request.tools], len(request.messages)
     return {
         "index": index,
         "backend": figures.backend,
-        "kind": request.kind,
-        "toolMode": request.tool_mode,
-        "tools": [t.name for t in request.tools],
-        "constrained": request.schema is not None,
-        "messageCount": len(request.messages),
+        "kind": kind,
+        "toolMode": tool_mode,
+        "tools": tools,
+        "constrained": constrained,
+        "messageCount": count,
         "toolCallCount": len(figures.tool_calls),
         "promptTokens": figures.prompt_tokens,
         "cachedTokens": figures.cached_tokens,
@@ -225,11 +231,25 @@ def step_summary(index: int, figures: StepFigures) -> dict[str, Any]:
 
 def encode_step(index: int, figures: StepFigures) -> dict[str, Any]:
     request = figures.request
-    messages, omitted = encode_messages(request.messages)
     out = step_summary(index, figures)
-    out["messages"], out["messagesOmitted"] = messages, omitted
-    out["replyPrefix"], _ = clip(request.reply_prefix, INSPECT_MESSAGE_CHARS)
-    out["stop"] = list(request.stop)
+    if request is None:
+        # the conversation the candidates share (the first one's but its last message), then
+        # each candidate's last message, the text scored in it and the log-probability it got
+        first = figures.candidates[0].messages if figures.candidates else []
+        out["messages"], out["messagesOmitted"] = encode_messages(first[:-1])
+        out["replyPrefix"], out["stop"] = "", []
+        out["candidates"] = [
+            {
+                "message": encode_message(c.messages[-1]) if c.messages else None,
+                "scored": clip(c.scored, INSPECT_MESSAGE_CHARS)[0],
+                "logprob": figures.scores[i] if i < len(figures.scores) else None,
+            }
+            for i, c in enumerate(figures.candidates)
+        ]
+    else:
+        out["messages"], out["messagesOmitted"] = encode_messages(request.messages)
+        out["replyPrefix"], _ = clip(request.reply_prefix, INSPECT_MESSAGE_CHARS)
+        out["stop"] = list(request.stop)
     out["output"], out["outputCut"] = clip(figures.text, INSPECT_OUTPUT_CHARS)
     out["toolCalls"] = [
         {"id": c.id, "name": c.name, "arguments": preview(c.arguments)} for c in figures.tool_calls

@@ -5,8 +5,8 @@ small model's steps out as a plain chat and reads which tool a message calls for
 model's likelihoods; ``_parser`` reads what an
 answer meant (an envelope, tool arguments); ``_json_reader`` reads the forgiving JSON small
 models write; ``_prompt`` renders each step's prompt and fits the history window; ``_layout``
-lays a step out afresh or continuing the last (append-only backends); ``_model_step``
-reads (and retries) one model step; ``_calls`` runs and records the turn's tool calls; ``_reply``
+lays a step out afresh or continuing the last (append-only backends); ``oamd.agent.step``
+reads (and retries) each model step, generated or scored; ``_calls`` runs and records the turn's tool calls; ``_reply``
 cleans and shows the streamed reply. The turn's vocabulary is ``oamd.agent.turn_spec``'s;
 choosing this loop is ``oamd.agent.run_turn``'s.
 """

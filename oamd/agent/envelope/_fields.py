@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from oamd.agent.events import TurnUsage
+from oamd.agent.step import score_step
 from oamd.backends.base import ChatMessage, GenerationRequest, LanguageModel, ScoredText
 from oamd.jsonvalue import dumps_text
 
@@ -105,8 +106,7 @@ async def write_fields(
                 candidates = [
                     ScoredText([*messages, ChatMessage("assistant", text + e)], e) for e in encoded
                 ]
-                scores = await model.score(candidates)
-                usage.add(scores.usage.input_tokens, scores.usage.cached_input_tokens, 0)
+                scores = await score_step(model, candidates, usage)
                 best = max(range(len(options)), key=scores.logprobs.__getitem__)
             value[key] = options[best]
             text += encoded[best]

@@ -35,7 +35,6 @@ from oamd.agent.envelope._json_reader import (
     parse_lenient,
 )
 from oamd.agent.envelope._layout import StepLayout
-from oamd.agent.envelope._model_step import PartialEmitter, run_model_step
 from oamd.agent.envelope._parser import (
     NOT_AN_OBJECT,
     Invalid,
@@ -66,6 +65,7 @@ from oamd.agent.events import (
     TurnResult,
     TurnUsage,
 )
+from oamd.agent.step import PartialEmitter, StepReading, read_step, score_step
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolDefinition
 from oamd.agent.turn_spec import NoToolExecutor, ToolExecutor, TurnSpec
@@ -335,9 +335,9 @@ class _EnvelopeTurn:
         )
         mode = "allowed" if allow_respond else "required"
         self._start(DECIDE, mode, [t.name for t in tools], window.trimmed, False)
-        model = self.spec.model
-        scores = await self.settings.retry.run(lambda: model.score(candidates), self.sleep)
-        self.usage.add(scores.usage.input_tokens, scores.usage.cached_input_tokens, 0)
+        scores = await score_step(
+            self.spec.model, candidates, self.usage, self.settings.retry, self.sleep
+        )
         best = max(range(len(options)), key=scores.logprobs.__getitem__)
         tool = options[best]
         if tool is None:
@@ -526,15 +526,10 @@ class _EnvelopeTurn:
             # that ends soon after its answer keeps the conversation; one that talks on is cut
             # (the next step starts afresh) rather than decoding to its output limit
             options["chatter_chars"] = APPEND_ONLY_CHATTER_CHARS
+        reading = StepReading(pace=self.pace, **options)
         with showing(TurnSnapshot(self.spec.prompt, tuple(self.calls.outputs))):
-            text = await run_model_step(
-                self.spec.model,
-                request,
-                self.usage,
-                self.settings.retry,
-                self.sleep,
-                pace=self.pace,
-                **options,
+            text = await read_step(
+                self.spec.model, request, self.usage, reading, self.settings.retry, self.sleep
             )
         self.layout.answered(request.messages, text)
         return text

@@ -19,6 +19,7 @@ from oamd.agent.envelope import SentenceWatch, chat_messages, chat_window, turn_
 from oamd.agent.events import ToolRecord, TurnEvent, TurnUsage
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.run_turn import run_turn
+from oamd.agent.step import StepReading, read_step, score_step
 from oamd.agent.tools import ToolChoice
 from oamd.agent.turn_spec import ToolExecutor, one_off_turn
 from oamd.backends.base import (
@@ -26,8 +27,6 @@ from oamd.backends.base import (
     GenerationRequest,
     Sampling,
     ScoredText,
-    TextDelta,
-    Usage,
 )
 from oamd.game.decision.request import Choice, DecisionRequest
 from oamd.game.npc.prompt import render_value, sentence, text_list
@@ -108,10 +107,8 @@ async def decide_compact(
         window = chat_window(spec.history)
         messages = chat_messages(system, window, question, turn_facts(turn.entries))
     ids = [option.id for option in request.options]
-    scores = await model.score(
-        [ScoredText([*messages, ChatMessage("assistant", i)], i) for i in ids]
-    )
-    usage.add(scores.usage.input_tokens, scores.usage.cached_input_tokens, 0)
+    candidates = [ScoredText([*messages, ChatMessage("assistant", i)], i) for i in ids]
+    scores = await score_step(model, candidates, usage)
     best = max(range(len(ids)), key=scores.logprobs.__getitem__)
     top = max(scores.logprobs)
     weights = [math.exp(lp - top) for lp in scores.logprobs]
@@ -149,20 +146,6 @@ async def _reason(
         stop=("\n",),
         kind="respond",
     )
-    watch = SentenceWatch(1)
-    parts: list[str] = []
-    cut = None
-    events = model.generate(generation)
-    try:
-        async for event in events:
-            if type(event) is TextDelta:
-                parts.append(event.text)
-                cut = watch(event.text)
-                if cut is not None:
-                    break
-            elif type(event) is Usage:
-                usage.add(event.input_tokens, event.cached_input_tokens, event.output_tokens)
-    finally:
-        await events.aclose()
-    text = "".join(parts)
-    return (REASON_START + (text[:cut] if cut is not None else text)).strip()
+    reading = StepReading(stop_when=SentenceWatch(1), estimate_usage=False)
+    text = await read_step(model, generation, usage, reading)
+    return (REASON_START + text).strip()

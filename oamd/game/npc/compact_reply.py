@@ -26,6 +26,7 @@ from oamd.agent.envelope import chat_messages, chat_window, regenerate_reply, tu
 from oamd.agent.events import TurnEvent, TurnResult, TurnUsage
 from oamd.agent.history import History
 from oamd.agent.run_turn import run_turn
+from oamd.agent.step import StepReading, read_step, score_step
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolChoice, ToolDefinition
 from oamd.agent.turn_spec import ToolExecutor, TurnSpec, one_off_turn
@@ -34,8 +35,6 @@ from oamd.backends.base import (
     GenerationRequest,
     Sampling,
     ScoredText,
-    TextDelta,
-    Usage,
 )
 from oamd.errors import ModelError
 from oamd.game.npc.line_guard import (
@@ -216,8 +215,7 @@ async def _prior(
     prior = npc.choice_priors.get(key)
     if prior is None:
         neutral = [*said[:1], *NEUTRAL_EXCHANGE]
-        baseline = await npc.model.score([_ask(neutral, question, a) for a in answers])
-        usage.add(baseline.usage.input_tokens, baseline.usage.cached_input_tokens, 0)
+        baseline = await score_step(npc.model, [_ask(neutral, question, a) for a in answers], usage)
         prior = baseline.logprobs
         if len(npc.choice_priors) >= MAX_CHOICE_PRIORS:
             npc.choice_priors.clear()
@@ -234,8 +232,7 @@ async def _choose(
     model = npc.model
     if not model.capabilities.scores_text:
         return None
-    scores = await model.score([_ask(said, question, answer) for answer in answers])
-    usage.add(scores.usage.input_tokens, scores.usage.cached_input_tokens, 0)
+    scores = await score_step(model, [_ask(said, question, answer) for answer in answers], usage)
     prior = await _prior(npc, said, question, answers, usage)
     return [score - base for score, base in zip(scores.logprobs, prior, strict=True)]
 
@@ -286,16 +283,19 @@ async def _player_options(
 
 async def _generate(npc: Npc, request: GenerationRequest, usage: TurnUsage, *, stop_at: str) -> str:
     """A short free-text step, read until ``stop_at`` appears (the text before it)."""
-    parts: list[str] = []
-    events = npc.model.generate(request)
-    try:
-        async for event in events:
-            if type(event) is TextDelta:
-                parts.append(event.text)
-                if stop_at in "".join(parts[-3:]):
-                    break
-            elif type(event) is Usage:
-                usage.add(event.input_tokens, event.cached_input_tokens, event.output_tokens)
-    finally:
-        await events.aclose()  # type: ignore[attr-defined]
-    return "".join(parts).split(stop_at, 1)[0]
+    reading = StepReading(stop_when=_marker(stop_at), estimate_usage=False)
+    return await read_step(npc.model, request, usage, reading)
+
+
+def _marker(stop_at: str) -> Callable[[str], int | None]:
+    """A ``stop_when`` that cuts the text where ``stop_at`` first appears."""
+    text = ""
+
+    def seen(delta: str) -> int | None:
+        nonlocal text
+        start = max(0, len(text) - len(stop_at) + 1)  # only where the delta may complete it
+        text += delta
+        found = text.find(stop_at, start)
+        return None if found < 0 else found
+
+    return seen
