@@ -23,13 +23,11 @@ from typing import Any
 
 from oamd.agent.entries import RESPONSE, kind_of, with_text
 from oamd.agent.envelope import chat_messages, chat_window, regenerate_reply, turn_facts
-from oamd.agent.events import TurnEvent, TurnResult, TurnUsage
+from oamd.agent.events import TurnResult, TurnUsage
 from oamd.agent.history import History
 from oamd.agent.run_turn import run_turn
 from oamd.agent.step import StepReading, read_step, score_step
-from oamd.agent.stream import Pace
-from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn_spec import ToolExecutor, TurnSpec, one_off_turn
+from oamd.agent.turn_spec import TurnSpec, one_off_turn
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -45,6 +43,7 @@ from oamd.game.npc.line_guard import (
     words,
 )
 from oamd.game.npc.npc import Npc
+from oamd.game.npc.ports import TalkLine, TalkPeer, TalkSetup
 from oamd.game.npc.prompt import render_value
 from oamd.game.npc.reply import LineTracker, TalkOutcome, spoken_line, talk_policy
 
@@ -88,20 +87,17 @@ def compact_prompt(line: str, context: Any, game_state: str | None) -> str:
 
 
 async def run_compact_talk(
-    npc: Npc,
-    player_line: str,
-    prompt: str,
-    choice: ToolChoice | None,
-    instructions: str,
-    tools: list[ToolDefinition],
-    emit: Callable[[TurnEvent], None],
-    execute: ToolExecutor,
-    tracker: LineTracker,
-    *,
-    pace: Pace | None = None,
+    npc: Npc, said: TalkLine, prompt: str, setup: TalkSetup, peer: TalkPeer
 ) -> TalkOutcome:
-    """Runs the turn; raises ``ModelError`` when it fails and no fallback applies. Memory the
-    tools stage goes to the caller's draft through the tools themselves."""
+    """Runs the turn on a small model; raises ``ModelError`` when it fails and no fallback
+    applies. Memory the tools stage goes to the caller's draft through the tools themselves."""
+    player_line, choice, instructions, tools = (
+        said.line,
+        said.choice,
+        setup.instructions,
+        setup.tools,
+    )
+    emit, execute, tracker, pace = peer.emit, peer.execute, peer.tracker, peer.pace
     o, name = npc.options, npc.persona.name
     sampling = Sampling(
         temperature=LINE_TEMPERATURE if o.temperature is None else o.temperature,

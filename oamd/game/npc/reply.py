@@ -21,15 +21,14 @@ from oamd.agent.events import PartialValue, TextUpdated, ToolRecord, TurnEvent, 
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.run_turn import run_turn
 from oamd.agent.schema import CompiledSchema, compile_schema
-from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn_spec import ToolExecutor, one_off_turn
+from oamd.agent.turn_spec import one_off_turn
 from oamd.backends.base import Sampling
 from oamd.errors import InvalidRequest, ModelError
 from oamd.game.npc.npc import Npc
 from oamd.game.npc.persona import match_emotion
+from oamd.game.npc.ports import TalkLine, TalkPeer, TalkSetup
 from oamd.game.npc.prompt import render_value
-from oamd.game.npc.tools import MemoryDraft
 
 __all__ = [
     "LineTracker",
@@ -278,20 +277,12 @@ def talk_policy(npc: Npc, tools: list[ToolDefinition], choice: ToolChoice | None
 
 
 async def run_talk(
-    npc: Npc,
-    prompt: str,
-    choice: ToolChoice | None,
-    instructions: str,
-    tools: list[ToolDefinition],
-    emit: Callable[[TurnEvent], None],
-    execute: ToolExecutor,
-    tracker: LineTracker,
-    draft: MemoryDraft,
-    *,
-    pace: Pace | None = None,
+    npc: Npc, said: TalkLine, prompt: str, setup: TalkSetup, peer: TalkPeer
 ) -> TalkOutcome:
-    """Runs the turn (``pace``: ``run_turn``'s); raises ``ModelError`` when it fails and no
-    fallback applies."""
+    """Runs the turn on a full-size model; raises ``ModelError`` when it fails and no fallback
+    applies."""
+    choice, instructions, tools = said.choice, setup.instructions, setup.tools
+    emit, execute, tracker, pace = peer.emit, peer.execute, peer.tracker, peer.pace
     o = npc.options
     sampling = Sampling(temperature=o.temperature, max_tokens=o.maximum_response_tokens)
     structured = o.reply_format in ("automatic", "structured")

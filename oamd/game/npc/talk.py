@@ -12,18 +12,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from oamd.agent.events import TurnEvent
 from oamd.agent.history import entries_size
 from oamd.agent.queue import Operation
 from oamd.agent.session import RoomCheck
-from oamd.agent.stream import Pace
-from oamd.agent.tools import ToolChoice
-from oamd.agent.turn_spec import ToolExecutor
 from oamd.game.npc.compact_reply import compact_prompt, run_compact_talk
 from oamd.game.npc.npc import Npc
 from oamd.game.npc.persona import Memory
+from oamd.game.npc.ports import TalkLine, TalkPeer
 from oamd.game.npc.prompt import game_state
-from oamd.game.npc.reply import LineTracker, TalkOutcome, run_talk, talk_prompt
+from oamd.game.npc.reply import TalkOutcome, run_talk, talk_prompt
 from oamd.game.npc.tools import MemoryDraft
 from oamd.game.npc.turns import compact, compact_turns, compaction_due, turn_setup, warm_next
 
@@ -33,26 +30,6 @@ FollowUp = Callable[[], Awaitable[Any]]
 """The daemon's own work after an answer: queued or not, it is run unanswered."""
 
 
-@dataclass(frozen=True, slots=True)
-class TalkLine:
-    """What the player said, and how the turn may use tools."""
-
-    line: str
-    context: Any = None
-    choice: ToolChoice | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TalkPeer:
-    """The engine's side of a turn: where events go, who runs client tools, how fast a
-    streaming line may go, and the tracker that streams the line itself."""
-
-    emit: Callable[[TurnEvent], None]
-    execute: ToolExecutor
-    tracker: LineTracker
-    pace: Pace | None = None
-
-
 async def talk_turn(npc: Npc, said: TalkLine, peer: TalkPeer) -> tuple[TalkOutcome, MemoryDraft]:
     """One dialogue turn, not yet kept: its outcome and the memory it staged.
 
@@ -60,25 +37,12 @@ async def talk_turn(npc: Npc, said: TalkLine, peer: TalkPeer) -> tuple[TalkOutco
         ModelError: the turn failed and no fallback applies.
     """
     await npc.model.settle_capabilities()
-    draft, tools, instructions = turn_setup(npc)
-    line, choice, emit, execute, tracker = (
-        said.line,
-        said.choice,
-        peer.emit,
-        peer.execute,
-        peer.tracker,
-    )
+    setup = turn_setup(npc)
     if compact_turns(npc):
-        prompt = compact_prompt(line, said.context, game_state(npc))
-        outcome = await run_compact_talk(
-            npc, line, prompt, choice, instructions, tools, emit, execute, tracker, pace=peer.pace
-        )
-        return outcome, draft
-    prompt = talk_prompt(line, said.context, game_state(npc))
-    outcome = await run_talk(
-        npc, prompt, choice, instructions, tools, emit, execute, tracker, draft, pace=peer.pace
-    )
-    return outcome, draft
+        prompt = compact_prompt(said.line, said.context, game_state(npc))
+        return await run_compact_talk(npc, said, prompt, setup, peer), setup.draft
+    prompt = talk_prompt(said.line, said.context, game_state(npc))
+    return await run_talk(npc, said, prompt, setup, peer), setup.draft
 
 
 @dataclass

@@ -20,12 +20,12 @@ from oamd.agent.envelope import chat_messages, chat_window, warm_up
 from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
 from oamd.agent.run_turn import run_turn
-from oamd.agent.tools import ToolDefinition
 from oamd.agent.turn_spec import NoToolExecutor, TurnSpec, one_off_turn
 from oamd.backends.base import Sampling
 from oamd.errors import ModelError
 from oamd.game.npc.compact_reply import prime_choices
 from oamd.game.npc.npc import Npc
+from oamd.game.npc.ports import TalkSetup
 from oamd.game.npc.prompt import (
     compact_instructions,
     game_state,
@@ -34,7 +34,7 @@ from oamd.game.npc.prompt import (
     render_value,
 )
 from oamd.game.npc.reply import spoken_line
-from oamd.game.npc.tools import MemoryDraft, new_draft, npc_tools, npc_world_tools
+from oamd.game.npc.tools import new_draft, npc_tools, npc_world_tools
 
 __all__ = [
     "bark_spec",
@@ -57,13 +57,13 @@ def compact_turns(npc: Npc) -> bool:
     )
 
 
-def turn_setup(npc: Npc) -> tuple[MemoryDraft, list[ToolDefinition], str]:
+def turn_setup(npc: Npc) -> TalkSetup:
     """A talk turn's memory draft, tools and system instructions, as the NPC stands now."""
     draft = new_draft(npc)
     tools = npc_tools(npc, draft, npc_world_tools(npc))
     if compact_turns(npc):
-        return draft, tools, compact_instructions(npc)
-    return draft, tools, npc_instructions(npc, [t.name for t in tools])
+        return TalkSetup(draft, tools, compact_instructions(npc))
+    return TalkSetup(draft, tools, npc_instructions(npc, [t.name for t in tools]))
 
 
 async def warm(npc: Npc) -> None:
@@ -73,7 +73,8 @@ async def warm(npc: Npc) -> None:
         await npc.model.settle_capabilities()  # the layout, hence the system text, depends on it
     except ModelError:
         return  # the first turn reports it
-    _, tools, instructions = turn_setup(npc)
+    setup = turn_setup(npc)
+    tools, instructions = setup.tools, setup.instructions
     await warm_up(npc.model, instructions, tools)
     if compact_turns(npc):
         await prime_choices(npc, instructions)
