@@ -11,25 +11,23 @@ note and tools, kept by the ``set_*`` methods, and the model spec and options it
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from oamd.agent.compaction import compact_history
-from oamd.agent.events import TurnEvent, TurnResult
+from oamd.agent.events import TurnResult
 from oamd.agent.footprint import Footprint, json_size
 from oamd.agent.history import History, entries_size
 from oamd.agent.policy import ToolPolicy
+from oamd.agent.ports import RoomCheck, TurnPeer
 from oamd.agent.queue import Operation, TurnQueue
 from oamd.agent.run_turn import run_turn
 from oamd.agent.schema import CompiledSchema
 from oamd.agent.store import ObjectStore
-from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolDefinition
 from oamd.agent.turn_spec import (
     DEFAULT_TURN_SETTINGS,
     NoToolExecutor,
-    ToolExecutor,
     TurnSettings,
     TurnSpec,
 )
@@ -51,10 +49,6 @@ __all__ = [
     "utc_now",
 ]
 
-
-RoomCheck = Callable[[int], None]
-"""The adapter's byte budget, asked before a turn commits with the bytes its entries add; it
-raises (``LimitReached``) to fail the turn, which then leaves no trace."""
 
 _COMPACTION_NO_TOOLS = NoToolExecutor("compaction offers no tools", InvalidSchema)
 """A summary offers no tools (its error unchanged: ``InvalidSchema``)."""
@@ -162,11 +156,8 @@ class Session:
         prompt: str,
         overrides: dict[str, Any],
         schema: CompiledSchema | None,
-        *,
-        emit: Callable[[TurnEvent], None],
-        execute: ToolExecutor,
+        peer: TurnPeer,
         check_room: RoomCheck,
-        pace: Pace | None = None,
     ) -> TurnResult:
         """Runs one turn as the session stands now and commits it: ``check_room`` is asked
         with the bytes the turn's entries add, then ``op`` commits and the history grows.
@@ -179,7 +170,7 @@ class Session:
         """
         spec = self.turn_spec(prompt, overrides, schema)
         try:
-            result = await run_turn(spec, emit, execute, pace=pace)
+            result = await run_turn(spec, peer.emit, peer.execute, pace=peer.pace)
             added = entries_size(result.entries)
             check_room(added)  # over the budget: the turn fails, leaving no trace
             op.commit()

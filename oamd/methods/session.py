@@ -9,6 +9,7 @@ from typing import Any
 
 from oamd.agent.envelope import warm_up
 from oamd.agent.history import History
+from oamd.agent.ports import TurnPeer
 from oamd.agent.queue import Operation
 from oamd.agent.session import Session, SessionOptions
 from oamd.agent.tools import RESPOND_DIRECTLY
@@ -160,10 +161,8 @@ def respond(req: Request) -> Deferred:
             prompt,
             overrides,
             schema,
-            emit=driver.emit,
-            execute=driver.execute,
-            check_room=room,
-            pace=driver.pace,
+            TurnPeer(driver.emit, driver.execute, driver.pace),
+            room,
         )
         return encode_turn(session.id, result, warnings)
 

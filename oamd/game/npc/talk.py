@@ -13,8 +13,8 @@ from functools import partial
 from typing import Any
 
 from oamd.agent.history import entries_size
+from oamd.agent.ports import RoomCheck
 from oamd.agent.queue import Operation
-from oamd.agent.session import RoomCheck
 from oamd.game.npc.compact_reply import compact_prompt, run_compact_talk
 from oamd.game.npc.npc import Npc
 from oamd.game.npc.persona import Memory
