@@ -130,7 +130,7 @@ format: $(STAMP)
 
 # The tavern demo on MODEL (default: the embedded SmolLM2); MODEL=scripted plays it instantly.
 demo: $(STAMP)
-	$(PY) -m oamd.demo --model '$(MODEL)'
+	$(PY) -m oamd.examples.tavern --model '$(MODEL)'
 
 # Figures as ratios measured in one run (bench/README.md); about three minutes on two cores.
 bench: $(STAMP)

@@ -26,7 +26,7 @@ from typing import Any
 from _harness import OAMD_INITIALIZE, PYTHON, REPO_ROOT, ServerSpec, percentile, spawn, write_json
 from _turns import TurnClient
 
-from oamd.demo import MENU, MIRA, TAVERN_TOOLS
+from oamd.examples.tavern import MENU, MIRA, TAVERN_TOOLS
 
 BEFORE = "b6b2497"
 """The last revision before the cache-friendly layout (catalog in the task, trimming to the limit)."""

@@ -11,7 +11,7 @@ DEMO_SECONDS = 60
 
 def run_demo(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "oamd.demo", *args],
+        [sys.executable, "-m", "oamd.examples.tavern", *args],
         capture_output=True,
         text=True,
         timeout=DEMO_SECONDS,

@@ -40,6 +40,8 @@ ALLOWED = {
         "jsonvalue",
     },
     "client": {"client", "transport", "rpc.errors", "jsonvalue"},
+    # programs a game developer copies from: the public client only, and nothing imports them
+    "examples": {"examples", "client"},
     # the model store is a leaf beside backends/: the llama.cpp backend may not import it, so
     # oamd.cli hands its lookup to the backend; it needs none of the daemon's layers itself
     "models": {"models", "limits", "errors", "log", "jsonvalue"},
@@ -104,6 +106,16 @@ def test_no_import_points_up_the_layers():
                 if not _allowed(target, allowed):
                     violations.append(f"{path.relative_to(ROOT.parent)} imports oamd.{target}")
     assert violations == []
+
+
+def test_nothing_in_the_daemon_imports_the_examples():
+    users = [
+        str(path.relative_to(ROOT.parent))
+        for path in ROOT.rglob("*.py")
+        if "examples" not in path.relative_to(ROOT).parts
+        and any(t == "examples" or t.startswith("examples.") for t in _imports(path))
+    ]
+    assert users == []
 
 
 def _error_numbers(path: Path) -> list[int]:

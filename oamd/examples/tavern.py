@@ -8,9 +8,10 @@ same tavern on a scripted model (instant, any machine), then the castle guard's 
 Every wait is bounded: a turn that fails or takes too long is reported and the demo goes on.
 The daemon's stderr (the model's loading progress, warnings) passes through to this stderr.
 
-Why it lives in the product package: ``python -m oamd.demo`` must work wherever oamd is installed
-(a wheel, a bundled executable), not only in a checkout — it is the first thing a newcomer runs and
-the smallest end-to-end check that a model works on a machine; it imports only the public client.
+Why it ships with the wheel (in ``oamd.examples``, beside the daemon, not in it): ``python -m
+oamd.examples.tavern`` must work wherever oamd is installed, not only in a checkout — it is the
+first thing a newcomer runs and the smallest end-to-end check that a model works on a machine; it
+imports only the public client.
 """
 
 from __future__ import annotations
@@ -324,7 +325,7 @@ async def run(model: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m oamd.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m oamd.examples.tavern", description=__doc__)
     parser.add_argument(
         "--model",
         default="llamacpp",
