@@ -48,6 +48,11 @@ class Route:
     """Stop after this many bytes of the body until ``release`` is set."""
     ranges: bool = True
     """Honour ``Range`` (206); otherwise always send the whole body (200)."""
+    excess: int = 0
+    """Send this many zero bytes past the body (a 206's ``Content-Range`` still gives the body's
+    size; ``Content-Length`` counts them)."""
+    length: bool = True
+    """Send ``Content-Length``; without it the body ends when the connection closes."""
     paused: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
 
@@ -102,10 +107,11 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
             else:
                 self.send_response(200)
+            rest = body[start:] + bytes(route.excess)
             self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(body) - start))
+            if route.length:
+                self.send_header("Content-Length", str(len(rest)))
             self.end_headers()
-            rest = body[start:]
             limit = len(rest)
             if route.cut_at is not None and route.cuts > 0:
                 route.cuts -= 1

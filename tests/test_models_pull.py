@@ -6,6 +6,7 @@ progress shows as JSON lines off a terminal and as a bar on one."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pty
@@ -14,6 +15,8 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -94,6 +97,46 @@ def test_a_server_that_ignores_range_is_read_again_from_the_first_byte(tmp_path)
     assert done.returncode == 0, done.stderr
     assert server.ranges_asked("/m.gguf") == ["bytes=16-"]
     assert (tmp_path / "m.gguf").read_bytes() == body
+
+
+def pull_watching_the_part(store: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], int]:
+    """``oamd models pull``, and the most bytes its part file held while it ran."""
+    part, largest, running = store / "m.gguf.part", [0], threading.Event()
+
+    def watch() -> None:
+        while not running.is_set():
+            with contextlib.suppress(OSError):  # no part yet, or no more
+                largest[0] = max(largest[0], part.stat().st_size)
+            time.sleep(0.001)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        done = models(store, "pull", *argv)
+    finally:
+        running.set()
+        watcher.join()
+    return done, largest[0]
+
+
+@pytest.mark.parametrize("known_from", ["content-range", "first-pull"])
+def test_a_body_longer_than_the_known_size_is_refused_at_once_and_its_part_deleted(
+    tmp_path, known_from
+):
+    body = small_gguf(SIZE)
+    route = Route(body, excess=64 * 1024 * 1024, length=known_from == "content-range")
+    with serving({"/m.gguf": route}) as server:
+        url = server.url("/m.gguf")
+        if known_from == "first-pull":  # the size the URL had (as the catalog's size would)
+            known = {url: {"sha256": sha256(body), "size": SIZE}}
+            (tmp_path / "digests.json").write_bytes(orjson.dumps(known))
+        else:  # a resumed pull: the 206's Content-Range says the file's size
+            (tmp_path / "m.gguf.part").write_bytes(body[: SIZE // 2])
+        done, largest = pull_watching_the_part(tmp_path, url)
+    assert done.returncode == EXIT_REFUSED
+    assert f"more than the {SIZE} bytes" in failure_line(done)
+    assert largest <= SIZE
+    assert not (tmp_path / "m.gguf.part").exists()
 
 
 def test_a_file_whose_sha256_is_not_the_expected_one_is_refused_and_deleted(tmp_path):

@@ -9,7 +9,9 @@ Guarantees:
   ``MAX_ATTEMPTS`` requests), and a pull that gives up keeps the part for the next one;
 - verified: the size (the catalog's, else the server's), the GGUF header and the SHA-256 (the
   catalog's or the caller's, else the one this URL had the first time) are checked on the
-  bytes on disk; a file that fails is deleted, never kept;
+  bytes on disk; a file that fails is deleted, never kept; no byte past a size known before the
+  body (the catalog's, the URL's first, ``Content-Range``'s or ``Content-Length``'s) is written:
+  a server sending more is refused at once;
 - atomic: ``NAME.gguf`` appears by one rename of a verified part, so a reader never sees half
   a model;
 - every failure is one ``PullError`` whose message names the URL and says what to do.
@@ -148,6 +150,18 @@ def _http_error(url: str, status: int) -> PullError:
     return PullError("http", f"{url}: {what}; {OFFLINE_HINT}")
 
 
+def _refused(store: Store, request: PullRequest, problem: str) -> PullError:
+    """A file that is not the one expected: its part is deleted (its bytes are of no use to a
+    later pull) and the pull is no longer announced."""
+    store.part_path(request.name).unlink(missing_ok=True)
+    store.end_pull(request.name)
+    return PullError(
+        "verify",
+        f"{request.url}: refused, {problem}; the file was deleted (a changed or broken upload, or"
+        f" a page instead of a model); {OFFLINE_HINT}",
+    )
+
+
 def _disk_error(url: str, path: Path, exc: OSError) -> PullError:
     if exc.errno == errno.ENOSPC:
         return PullError(
@@ -166,6 +180,11 @@ class _Attempt:
         self.part = store.part_path(request.name)
         self.total: int | None = None
         self.moved = False
+
+    @property
+    def limit(self) -> int | None:
+        """The file's size as known before its bytes arrive: no byte past it is written."""
+        return self.request.size_bytes if self.request.size_bytes is not None else self.total
 
     def run(self, client: httpx.Client) -> bool:
         """Whether the part now holds the whole file (``False``: the connection broke)."""
@@ -190,19 +209,23 @@ class _Attempt:
             if status != HTTP_PARTIAL:
                 offset = 0  # the whole file came back (no Range support): start over
             self.total = _total_of(response, offset)
-            self._check_room(offset)
+            self._check_room(response, offset)
             self.store.announce_pull(self.request.name, url, self.total)
             self.progress.started(self.request.name, self.total, offset)
             return self._receive(response, offset)
 
-    def _check_room(self, offset: int) -> None:
+    def _check_room(self, response: httpx.Response, offset: int) -> None:
         expected = self.request.size_bytes
         if expected is not None and self.total is not None and self.total != expected:
-            raise PullError(
-                "verify",
-                f"{self.request.url}: the server offers {self.total} bytes, {expected} were"
-                f" expected; not downloaded (the file changed upstream); {OFFLINE_HINT}",
+            raise _refused(
+                self.store,
+                self.request,
+                f"the server offers {self.total} bytes, {expected} were expected (the file"
+                " changed upstream)",
             )
+        length = response.headers.get("content-length", "")
+        if self.limit is not None and length.isdigit() and offset + int(length) > self.limit:
+            raise self._too_long()
         if self.total is None:
             return
         needed = self.total - offset
@@ -215,13 +238,23 @@ class _Attempt:
                 f" {OFFLINE_HINT}",
             )
 
+    def _too_long(self) -> PullError:
+        return _refused(
+            self.store,
+            self.request,
+            f"the server sent more than the {self.limit} bytes the file has",
+        )
+
     def _receive(self, response: httpx.Response, offset: int) -> bool:
-        done = offset
+        done, limit, too_long = offset, self.limit, False
         try:
             with open(self.part, "r+b" if offset else "wb") as file:
                 file.seek(offset)
                 file.truncate()
                 for chunk in response.iter_raw():  # as it arrives: a cut loses no received byte
+                    if limit is not None and done + len(chunk) > limit:
+                        too_long = True  # refused once the file is closed (deleted then)
+                        break
                     file.write(chunk)
                     done += len(chunk)
                     self.moved = True
@@ -232,6 +265,8 @@ class _Attempt:
             raise _disk_error(self.request.url, self.part, exc) from exc
         except httpx.TransportError:
             return False  # cut mid-body (RemoteProtocolError, ReadTimeout, ReadError…)
+        if too_long:
+            raise self._too_long()
         return self.total is None or done >= self.total
 
 
@@ -241,7 +276,6 @@ def _verified(store: Store, request: PullRequest, path: Path, total: int | None)
     Raises:
         PullError: one of them is not (``path`` is deleted).
     """
-    url = request.url
     expected_size = request.size_bytes if request.size_bytes is not None else total
     expected_sha = request.sha256
     size = _size_of(path)
@@ -253,13 +287,7 @@ def _verified(store: Store, request: PullRequest, path: Path, total: int | None)
     if problem is None and expected_sha is not None and digest != expected_sha.lower():
         problem = f"its SHA-256 is {digest}, {expected_sha.lower()} was expected"
     if problem is not None:
-        path.unlink(missing_ok=True)
-        store.end_pull(request.name)
-        raise PullError(
-            "verify",
-            f"{url}: refused, {problem}; the file was deleted (a changed or broken upload, or a"
-            f" page instead of a model); {OFFLINE_HINT}",
-        )
+        raise _refused(store, request, problem)
     return digest
 
 
