@@ -53,6 +53,8 @@ class Route:
     size; ``Content-Length`` counts them)."""
     length: bool = True
     """Send ``Content-Length``; without it the body ends when the connection closes."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Sent with an error ``status`` and no body (instead of ``send_error``'s page)."""
     paused: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
 
@@ -86,6 +88,12 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 self.send_response(302)
                 self.send_header("Location", route.location)
                 self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if route.status != 200 and route.headers:
+                self.send_response(route.status)
+                for key, value in {"Content-Length": "0", **route.headers}.items():
+                    self.send_header(key, value)
                 self.end_headers()
                 return
             if route.status != 200:

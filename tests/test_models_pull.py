@@ -207,6 +207,17 @@ def test_a_redirect_is_followed_and_the_model_keeps_the_name_of_the_url_asked(tm
     assert (tmp_path / "smol-q8_0.gguf").read_bytes() == body
 
 
+@pytest.mark.parametrize("content_range", [None, f"bytes */{SIZE}"])
+def test_a_416_to_a_request_for_the_whole_file_is_an_http_error(tmp_path, content_range):
+    headers = {"Content-Range": content_range} if content_range else {}
+    with serving({"/m.gguf": Route(status=416, headers=headers)}) as server:
+        done = models(tmp_path, "pull", server.url("/m.gguf"))
+    assert done.returncode == EXIT_DOWNLOAD_FAILED, done.stderr
+    line = failure_line(done)
+    assert "HTTP 416" in line and server.url("/m.gguf") in line and OFFLINE in line
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".lock") == []
+
+
 def test_not_enough_free_space_is_refused_before_a_byte_is_written(tmp_path, monkeypatch, capsys):
     from oamd.models import download
 

@@ -193,7 +193,7 @@ class _Attempt:
         url = self.request.url
         with client.stream("GET", url, headers=headers) as response:
             status = response.status_code
-            if status == HTTP_RANGE_NOT_SATISFIABLE:
+            if status == HTTP_RANGE_NOT_SATISFIABLE and offset:  # to a plain GET: an error below
                 self.total = _total_of(response, offset)
                 if self.total == offset:
                     return True  # the part was complete: only its check was left to do
