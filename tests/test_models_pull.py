@@ -218,6 +218,15 @@ def test_a_416_to_a_request_for_the_whole_file_is_an_http_error(tmp_path, conten
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".lock") == []
 
 
+def test_a_redirect_loop_is_an_http_error(tmp_path):
+    routes = {"/m.gguf": Route(location="/n.gguf"), "/n.gguf": Route(location="/m.gguf")}
+    with serving(routes) as server:
+        done = models(tmp_path, "pull", server.url("/m.gguf"))
+    assert done.returncode == EXIT_DOWNLOAD_FAILED, done.stderr
+    line = failure_line(done)
+    assert "redirect" in line and server.url("/m.gguf") in line and OFFLINE in line
+
+
 def test_not_enough_free_space_is_refused_before_a_byte_is_written(tmp_path, monkeypatch, capsys):
     from oamd.models import download
 

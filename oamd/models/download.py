@@ -331,6 +331,12 @@ def _download(store: Store, request: PullRequest, progress: Progress, http: http
         try:
             if attempt.run(http):
                 return attempt.total if attempt.total is not None else _size_of(attempt.part)
+        except httpx.TooManyRedirects as exc:
+            raise PullError(
+                "http",
+                f"{request.url}: the server redirects in a loop (more than {http.max_redirects}"
+                f" redirects); {OFFLINE_HINT}",
+            ) from exc
         except httpx.TransportError as exc:
             if not arrived:
                 host = urlsplit(request.url).netloc
