@@ -227,6 +227,17 @@ def test_a_redirect_loop_is_an_http_error(tmp_path):
     assert "redirect" in line and server.url("/m.gguf") in line and OFFLINE in line
 
 
+def test_a_store_that_is_a_file_is_a_store_failure(tmp_path):
+    store = tmp_path / "models"
+    store.write_text("not a folder")
+    with serving({"/m.gguf": Route(small_gguf(SIZE))}) as server:
+        done = models(store, "pull", server.url("/m.gguf"))
+    assert done.returncode == EXIT_STORE_FAILED, done.stderr
+    line = failure_line(done)
+    assert f"{store} is not a folder" in line and "$OAMD_MODELS" in line
+    assert store.read_text() == "not a folder"
+
+
 def test_not_enough_free_space_is_refused_before_a_byte_is_written(tmp_path, monkeypatch, capsys):
     from oamd.models import download
 

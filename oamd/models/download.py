@@ -356,6 +356,17 @@ def _download(store: Store, request: PullRequest, progress: Progress, http: http
     )
 
 
+def _store_error(store: Store, url: str, exc: OSError) -> PullError:
+    if not store.folder.is_dir():
+        return PullError(
+            "disk",
+            f"{url}: the store {store.folder} is not a folder and cannot be made one"
+            f" ({exc.strerror or exc}); move what is there, or choose another store with"
+            f" $OAMD_MODELS; {OFFLINE_HINT}",
+        )
+    return _disk_error(url, Path(exc.filename or store.folder), exc)
+
+
 def pull(
     store: Store, request: PullRequest, progress: Progress, client: ClientFactory = _client
 ) -> StoredModel:
@@ -364,6 +375,15 @@ def pull(
     Raises:
         PullError: the model could not be downloaded and verified; the message says why.
     """
+    try:
+        return _locked_pull(store, request, progress, client)
+    except OSError as exc:  # the store: a file where its folder should be, no permission, full
+        raise _store_error(store, request.url, exc) from exc
+
+
+def _locked_pull(
+    store: Store, request: PullRequest, progress: Progress, client: ClientFactory
+) -> StoredModel:
     lock = store.lock(request.name)
     if not lock.try_acquire():
         progress.waiting(request.name)
