@@ -51,7 +51,11 @@ PULL_EXITS = exit_codes(
         EXIT_REFUSED,
         "the file is not what was expected (size, GGUF header or SHA-256): it was deleted",
     ),
-    (EXIT_STORE_FAILED, "the store cannot be written (the disk is full, no permission)"),
+    (
+        EXIT_STORE_FAILED,
+        "the store cannot be written (the disk is full, no permission, a file in its place);"
+        " what was downloaded is kept and the same command resumes it",
+    ),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C): the partial file is kept for the next pull"),
 )
 LIST_EXITS = exit_codes((0, "always"))

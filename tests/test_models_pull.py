@@ -7,6 +7,7 @@ progress shows as JSON lines off a terminal and as a bar on one."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import pty
@@ -236,6 +237,42 @@ def test_a_store_that_is_a_file_is_a_store_failure(tmp_path):
     line = failure_line(done)
     assert f"{store} is not a folder" in line and "$OAMD_MODELS" in line
     assert store.read_text() == "not a folder"
+
+
+def test_a_model_that_exactly_fills_the_disk_ends_cleanly_and_resumes_once_space_is_freed(
+    tmp_path, monkeypatch, capsys
+):
+    """The free space is the model's size: the body fits, then the store's small JSON files
+    cannot be written (a full disk creates the file and fails the write)."""
+    from oamd.models import download
+
+    monkeypatch.setenv("OAMD_MODELS", str(tmp_path))
+    full = SimpleNamespace(total=SIZE, used=0, free=SIZE)
+    monkeypatch.setattr(download.shutil, "disk_usage", lambda _: full)
+    part, model = tmp_path / "m.gguf.part", tmp_path / "m.gguf"
+    write_bytes = Path.write_bytes
+
+    def disk_full_once_the_body_is_in(path: Path, data: bytes) -> int:
+        if model.exists() or (part.exists() and part.stat().st_size == SIZE):
+            path.touch()
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return write_bytes(path, data)
+
+    monkeypatch.setattr(Path, "write_bytes", disk_full_once_the_body_is_in)
+    body = small_gguf(SIZE)
+    with serving({"/m.gguf": Route(body)}) as server:
+        url = server.url("/m.gguf")
+        code = oamd.cli.main(["models", "pull", url, "--progress", "none"])
+        err = capsys.readouterr().err
+        left = sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".lock")
+        monkeypatch.setattr(Path, "write_bytes", write_bytes)  # space was freed
+        again = oamd.cli.main(["models", "pull", url, "--progress", "none"])
+    assert code == EXIT_STORE_FAILED
+    assert err.count("\n") == 1 and "disk filled up" in err and url in err and "resume" in err
+    assert left == ["m.gguf.part", "m.pull.json"]  # no temporary file, no model without record
+    assert again == 0
+    assert server.ranges_asked("/m.gguf") == [None, f"bytes={SIZE}-"]  # nothing downloaded twice
+    assert (tmp_path / "m.gguf").read_bytes() == body
 
 
 def test_not_enough_free_space_is_refused_before_a_byte_is_written(tmp_path, monkeypatch, capsys):

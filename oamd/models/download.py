@@ -399,9 +399,11 @@ def _locked_pull(
         progress.verifying(request.name)
         digest = _verified(store, request, part, total)
         size = _size_of(part)
-        os.replace(part, store.model_path(request.name))
+        # the records before the rename: a disk too full for them keeps the verified part for
+        # the next pull to finish, never a model without its record
         store.record(request.name, request.url, size, digest)
         store.digests.remember(request.url, digest, size)  # the first, or the one asked for
+        os.replace(part, store.model_path(request.name))
         store.end_pull(request.name)
         stored = store.stored(request.name)
         assert stored is not None

@@ -122,8 +122,12 @@ def write_json(path: Path, value: dict[str, Any]) -> None:
     """Replaces ``path`` whole: a reader sees the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(orjson.dumps(value, option=orjson.OPT_INDENT_2))
-    os.replace(temporary, path)
+    try:
+        temporary.write_bytes(orjson.dumps(value, option=orjson.OPT_INDENT_2))
+        os.replace(temporary, path)
+    except OSError:
+        temporary.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
+        raise
 
 
 @dataclass(frozen=True, slots=True)
