@@ -54,7 +54,8 @@ class Route:
     length: bool = True
     """Send ``Content-Length``; without it the body ends when the connection closes."""
     headers: dict[str, str] = field(default_factory=dict)
-    """Sent with an error ``status`` and no body (instead of ``send_error``'s page)."""
+    """Sent instead of the route's own headers of the same name; with an error ``status``, an
+    answer with these headers and no body (instead of ``send_error``'s page)."""
     paused: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
 
@@ -112,13 +113,16 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                     self.end_headers()
                     return
                 self.send_response(206)
-                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+                sent_headers = {"Content-Range": f"bytes {start}-{len(body) - 1}/{len(body)}"}
             else:
                 self.send_response(200)
+                sent_headers = {}
             rest = body[start:] + bytes(route.excess)
-            self.send_header("Content-Type", "application/octet-stream")
+            sent_headers["Content-Type"] = "application/octet-stream"
             if route.length:
-                self.send_header("Content-Length", str(len(rest)))
+                sent_headers["Content-Length"] = str(len(rest))
+            for key, value in {**sent_headers, **route.headers}.items():
+                self.send_header(key, value)
             self.end_headers()
             limit = len(rest)
             if route.cut_at is not None and route.cuts > 0:

@@ -219,6 +219,19 @@ def test_a_416_to_a_request_for_the_whole_file_is_an_http_error(tmp_path, conten
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".lock") == []
 
 
+@pytest.mark.parametrize("resumed", [False, True])
+def test_a_content_range_in_other_digits_than_ascii_ones_is_not_believed(tmp_path, resumed):
+    """``str.isdigit`` is true of '²' and '¹', which ``int`` refuses (found by hostile_http)."""
+    body = small_gguf(SIZE)
+    if resumed:
+        (tmp_path / "m.gguf.part").write_bytes(body[:100])
+    weird = {"Content-Range": "bytes \u00b9\u00b2-\u00b3/\u00b9\u00b2"}
+    with serving({"/m.gguf": Route(body, headers=weird)}) as server:
+        done = models(tmp_path, "pull", server.url("/m.gguf"))
+    assert done.returncode == 0, done.stderr  # Content-Length says the size instead
+    assert (tmp_path / "m.gguf").read_bytes() == body
+
+
 def test_a_redirect_loop_is_an_http_error(tmp_path):
     routes = {"/m.gguf": Route(location="/n.gguf"), "/n.gguf": Route(location="/m.gguf")}
     with serving(routes) as server:

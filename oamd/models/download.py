@@ -119,23 +119,30 @@ def _size_of(path: Path) -> int:
         return 0
 
 
+def _number(text: str) -> int | None:
+    """A header's decimal number; ``isdigit`` alone is also true of '²', which ``int`` refuses."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def _length(response: httpx.Response) -> int | None:
+    return _number(response.headers.get("content-length", ""))
+
+
 def _total_of(response: httpx.Response, offset: int) -> int | None:
     """The whole file's size: from ``Content-Range`` (``bytes a-b/total``), else the length."""
-    content_range = response.headers.get("content-range", "")
-    total = content_range.rpartition("/")[2]
-    if total.isdigit():
-        return int(total)
-    length = response.headers.get("content-length", "")
-    if length.isdigit():
-        return int(length) + (offset if response.status_code == HTTP_PARTIAL else 0)
+    total = _number(response.headers.get("content-range", "").rpartition("/")[2])
+    if total is not None:
+        return total
+    length = _length(response)
+    if length is not None:
+        return length + (offset if response.status_code == HTTP_PARTIAL else 0)
     return None
 
 
 def _range_start(response: httpx.Response) -> int | None:
     """Where a 206's bytes start (``Content-Range: bytes START-END/TOTAL``)."""
     unit, _, spec = response.headers.get("content-range", "").partition(" ")
-    start = spec.partition("-")[0]
-    return int(start) if unit == "bytes" and start.isdigit() else None
+    return _number(spec.partition("-")[0]) if unit == "bytes" else None
 
 
 def _http_error(url: str, status: int) -> PullError:
@@ -223,8 +230,8 @@ class _Attempt:
                 f"the server offers {self.total} bytes, {expected} were expected (the file"
                 " changed upstream)",
             )
-        length = response.headers.get("content-length", "")
-        if self.limit is not None and length.isdigit() and offset + int(length) > self.limit:
+        length = _length(response)
+        if self.limit is not None and length is not None and offset + length > self.limit:
             raise self._too_long()
         if self.total is None:
             return
