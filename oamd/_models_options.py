@@ -29,7 +29,8 @@ EXIT_DOWNLOAD_FAILED = 4
 EXIT_REFUSED = 5
 EXIT_STORE_FAILED = 6
 PROGRESS_STYLES = ("auto", "bar", "json", "none")
-SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+"""``fullmatch``ed: ``$`` would accept a digest ending in a line break."""
 
 STORE_TEXT = """\
 The store is $OAMD_MODELS when set, else $XDG_DATA_HOME/oamd/models (or
@@ -72,7 +73,7 @@ def _paragraph(text: str) -> str:
 
 
 def _sha256(text: str) -> str:
-    if not SHA256.match(text):
+    if not SHA256.fullmatch(text):
         raise argparse.ArgumentTypeError(f"must be 64 hexadecimal digits, not {text!r}")
     return text.lower()
 

@@ -140,6 +140,17 @@ def test_a_body_longer_than_the_known_size_is_refused_at_once_and_its_part_delet
     assert not (tmp_path / "m.gguf.part").exists()
 
 
+@pytest.mark.parametrize("option", ["--name", "--sha256"])
+def test_a_name_or_sha256_ending_in_a_line_break_is_a_usage_error(tmp_path, option):
+    body = small_gguf(SIZE)
+    value = "m\n" if option == "--name" else f"{sha256(body)}\n"
+    with serving({"/m.gguf": Route(body)}) as server:
+        done = models(tmp_path, "pull", server.url("/m.gguf"), option, value)
+    assert done.returncode == 2, done.stderr
+    assert server.requests == []
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_file_whose_sha256_is_not_the_expected_one_is_refused_and_deleted(tmp_path):
     body = small_gguf(SIZE)
     with serving({"/m.gguf": Route(body)}) as server:

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
@@ -20,7 +21,8 @@ from model_server import Route, serving, sha256
 
 from oamd.backends._packaged_model import packaged_model_path
 from oamd.client import connect_stdio
-from oamd.models.store import store_folder
+from oamd.models.resolve import locator
+from oamd.models.store import Store, check_name, name_from_url, store_folder
 
 OAMD = [sys.executable, "-m", "oamd"]
 RUN_SECONDS = 60
@@ -295,3 +297,45 @@ async def test_hostile_caches_are_unavailable_models_through_the_protocol(tmp_pa
                 asked = await client.request("model/availability", {})
         for model in (init["model"], asked):
             assert model["available"] is False and model["status"] == "unavailable", model
+
+
+@pytest.mark.parametrize(
+    ("kind", "reference"),
+    [
+        ("hf", "HuggingFaceTB/SmolLM2-135M/smol.Q4_1.gguf\n"),
+        ("hf", "HuggingFaceTB/SmolLM2-135M\n/smol.Q4_1.gguf"),
+        ("ollama", "smollm2:135m\n"),
+        ("ollama", "smollm2\n:135m"),
+        ("ollama", "library/smollm2\n"),
+        ("store", "qwen2.5-0.5b-instruct\n"),
+    ],
+)
+def test_a_reference_with_a_line_break_is_refused(tmp_path, kind, reference):
+    with pytest.raises(ValueError, match=r"expected|not a model name"):
+        locator(kind, reference, store=Store(tmp_path), environ={"OLLAMA_MODELS": str(tmp_path)})
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["llamacpp:hf:HuggingFaceTB/SmolLM2-135M\n/smol.Q4_1.gguf", "ollama:smollm2\n:135m"],
+)
+def test_a_model_spec_with_a_line_break_inside_is_a_usage_error(tmp_path, spec):
+    """(One at the end is stripped with the spec's other surrounding blanks.)"""
+    done = subprocess.run(
+        [*OAMD, "check", "--model", spec],
+        capture_output=True,
+        text=True,
+        timeout=RUN_SECONDS,
+        check=False,
+        env={**os.environ, "OAMD_MODELS": str(tmp_path), "OLLAMA_MODELS": str(tmp_path)},
+    )
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("name", ["m\n", "m\n\n", "\nm"])
+def test_a_store_name_ending_in_a_line_break_is_refused(name):
+    with pytest.raises(ValueError, match="not a model name"):
+        check_name(name)
+    with pytest.raises(ValueError, match="cannot name a model"):
+        name_from_url(f"https://example.com/{quote(name)}.gguf")

@@ -44,8 +44,10 @@ OLLAMA_NAMESPACE = "library"
 OLLAMA_DEFAULT_TAG = "latest"
 OLLAMA_SERVICE_FOLDER = Path("/usr/share/ollama/.ollama/models")
 """Where Linux's install script keeps the models of the ``ollama`` system service."""
-DIGEST = re.compile(r"^sha256:([0-9a-f]{64})$")
-NAME_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+DIGEST = re.compile(r"sha256:([0-9a-f]{64})")
+NAME_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+"""A part of an ``hf:`` or ``ollama:`` reference. Both patterns are ``fullmatch``ed: ``$``
+would accept a part ending in a line break."""
 MAX_MANIFEST_BYTES = 1024 * 1024
 """Read of an Ollama manifest (a few kB): a larger file is not one, and is never read whole."""
 MAX_REF_BYTES = 256
@@ -139,7 +141,7 @@ def _hf_locator(reference: str, environ: Mapping[str, str] | None) -> Locator:
     org, _, rest = reference.partition("/")
     repo, _, file = rest.partition("/")
     parts = [org, repo, *file.split("/")]
-    if not file or not all(NAME_PART.match(part) for part in parts):
+    if not file or not all(NAME_PART.fullmatch(part) for part in parts):
         raise ValueError(
             f"llamacpp:hf:{reference}: expected hf:ORG/REPO/FILE.gguf, e.g."
             " hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf"
@@ -172,7 +174,7 @@ def _hf_main(repo_folder: Path) -> str:
         main = _head(ref, MAX_REF_BYTES).decode("ascii").strip()
     except (OSError, UnicodeDecodeError):
         main = ""
-    if main and not NAME_PART.match(main):
+    if main and not NAME_PART.fullmatch(main):
         log.debug("hf_ref_skipped", path=str(ref), reason="not a snapshot name")
         return ""
     return main
@@ -219,7 +221,7 @@ def _ollama_manifest_parts(reference: str) -> tuple[list[str], str]:
         parts = [OLLAMA_REGISTRY, OLLAMA_NAMESPACE, *parts]
     elif len(parts) == 2:
         parts = [OLLAMA_REGISTRY, *parts]
-    if len(parts) != 3 or not all(NAME_PART.match(p) for p in [*parts, tag]):
+    if len(parts) != 3 or not all(NAME_PART.fullmatch(p) for p in [*parts, tag]):
         raise ValueError(
             f"ollama:{reference}: expected ollama:NAME[:TAG] as 'ollama list' shows it, e.g."
             " ollama:qwen2.5:0.5b"
@@ -245,7 +247,7 @@ def _ollama_blob(folder: Path, parts: list[str], tag: str) -> Path | str:
         for layer in layers
         if isinstance(layer, dict) and layer.get("mediaType") == OLLAMA_MODEL_LAYER
     ]
-    matched = DIGEST.match(digests[0]) if digests and isinstance(digests[0], str) else None
+    matched = DIGEST.fullmatch(digests[0]) if digests and isinstance(digests[0], str) else None
     if matched is None:
         log.debug("ollama_manifest_skipped", path=str(manifest), reason="no model digest")
         return f"the manifest {manifest} has no {OLLAMA_MODEL_LAYER} layer"
