@@ -383,6 +383,59 @@ async def test_two_pulls_of_one_model_at_once_leave_one_good_file(tmp_path):
     assert len(server.requests) == 1  # the second found the first one's verified file
 
 
+SMOLLM2_360M = (
+    "/HuggingFaceTB/SmolLM2-360M-Instruct-GGUF/resolve/main/smollm2-360m-instruct-q8_0.gguf"
+)
+"""The path of a catalog model (one whose digest the catalog does not pin) below its host."""
+
+
+def from_mirror(store: Path, base: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*OAMD, "models", *argv],
+        capture_output=True,
+        text=True,
+        timeout=RUN_SECONDS,
+        check=False,
+        env={**os.environ, "OAMD_MODELS": str(store), "OAMD_CATALOG_BASE_URL": base},
+    )
+
+
+def test_a_catalog_model_is_pulled_from_the_mirror_oamd_catalog_base_url_names(tmp_path):
+    body = small_gguf(SIZE, seed=3)
+    with serving({SMOLLM2_360M: Route(body)}) as server:
+        base = server.url("/")
+        pulled = from_mirror(
+            tmp_path, base, "pull", "smollm2-360m-instruct", "--sha256", sha256(body)
+        )
+        wrong = from_mirror(
+            tmp_path / "other", base, "pull", "smollm2-360m-instruct", "--sha256", "0" * 64
+        )
+        listed = from_mirror(tmp_path, base, "list", "--json").stdout.splitlines()
+    assert pulled.returncode == 0, pulled.stderr
+    assert server.ranges_asked(SMOLLM2_360M) == [None, None]
+    assert sha256((tmp_path / "smollm2-360m-instruct.gguf").read_bytes()) == sha256(body)
+    assert wrong.returncode == EXIT_REFUSED and sha256(body) in failure_line(wrong)
+    rows = {row["name"]: row for row in map(orjson.loads, listed)}
+    assert rows["smollm2-360m-instruct"]["url"] == server.url(SMOLLM2_360M)
+    assert rows["qwen3-0.6b"]["url"].startswith(server.url("/Qwen/"))
+
+
+def test_a_mirror_is_held_to_the_catalogs_pinned_size_and_digest(tmp_path):
+    path = "/Qwen/Qwen2.5-0.5B-Instruct-GGUF/resolve/9217f5db79a29953eb74d5343926648285ec7e67"
+    path += "/qwen2.5-0.5b-instruct-q4_k_m.gguf"
+    with serving({path: Route(small_gguf(SIZE))}) as server:
+        done = from_mirror(tmp_path, server.url(""), "pull", "qwen2.5-0.5b-instruct")
+    assert done.returncode == EXIT_REFUSED
+    assert f"the server offers {SIZE} bytes, 491400032 were expected" in failure_line(done)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".lock") == []
+
+
+def test_a_mirror_that_is_not_an_http_url_is_a_usage_error(tmp_path):
+    done = from_mirror(tmp_path, "file:///srv/models", "pull", "qwen3-0.6b")
+    assert done.returncode == 2
+    assert "OAMD_CATALOG_BASE_URL" in done.stderr and "file:///srv/models" in done.stderr
+
+
 def test_list_shows_catalog_and_pulled_models_and_rm_deletes_one(tmp_path):
     with serving({"/m.gguf": Route(small_gguf(SIZE))}) as server:
         models(tmp_path, "pull", server.url("/m.gguf"))
