@@ -11,8 +11,10 @@ answers every request with one misbehaviour, drawn from the case's seed: a body 
 than it says, a truncated body, a 416 to a plain GET, a redirect loop, a slow or silent body,
 garbage or huge headers, a wrong ``Content-Range``, odd statuses, broken chunked encoding. Half the
 cases start with the file's digest and size known to the store (``digests.json``, as after a first
-pull), some with a partial download already there. The pull runs as ``oamd models pull URL`` with
-its read timeout cut to ``READ_TIMEOUT_SECONDS`` (so a silent server costs a second, not a minute).
+pull), some with a partial download already there. The pull runs as ``oamd models pull URL`` (a
+fifth of them ``oamd models pull NAME`` of a catalog model, the server as its mirror, named by
+``$OAMD_CATALOG_BASE_URL``) with its read timeout cut to ``READ_TIMEOUT_SECONDS`` (so a silent
+server costs a second, not a minute).
 
 A pull must then exit 0, 4, 5 or 6 (``oamd models pull --help``) within ``MAX_SECONDS``, with no
 traceback, one stderr line naming the URL when it fails, the model's path alone on stdout when it
@@ -56,6 +58,11 @@ EXITS = (0, 4, 5, 6)
 CASES_VARIABLE = "OAMD_FUZZ_PULLS"
 PATH = "/m.gguf"
 NAME = "m"
+CATALOG_NAME = "smollm2-360m-instruct"
+CATALOG_PATH = (
+    "/HuggingFaceTB/SmolLM2-360M-Instruct-GGUF/resolve/main/smollm2-360m-instruct-q8_0.gguf"
+)
+"""A catalog model that pins no digest, pulled by name from the server as its mirror."""
 MIB = 1024 * 1024
 LAUNCH = (
     "import sys\n"
@@ -356,6 +363,15 @@ class Case:
     known: bool
     part: bytes | None
     progress: str
+    catalog: bool
+
+    @property
+    def name(self) -> str:
+        return CATALOG_NAME if self.catalog else NAME
+
+    @property
+    def path(self) -> str:
+        return CATALOG_PATH if self.catalog else PATH
 
 
 def make_case(seed: int, number: int) -> Case:
@@ -366,7 +382,8 @@ def make_case(seed: int, number: int) -> Case:
     known = rng.random() < 0.5
     part = truth[: rng.randrange(1, len(truth) + 1)] if rng.random() < 0.3 else None
     progress = rng.choice(["json", "none"])
-    return Case(number, truth, behaviour, respond, known, part, progress)
+    catalog = rng.random() < 0.2
+    return Case(number, truth, behaviour, respond, known, part, progress, catalog)
 
 
 class _Server(socketserver.ThreadingTCPServer):
@@ -452,7 +469,7 @@ def _prepare(case: Case, store: Path, url: str) -> None:
         known = {url: {"sha256": digest, "size": len(case.truth)}}
         (store / "digests.json").write_bytes(orjson.dumps(known))
     if case.part is not None:
-        (store / f"{NAME}.gguf.part").write_bytes(case.part)
+        (store / f"{case.name}.gguf.part").write_bytes(case.part)
 
 
 def _check(case: Case, store: Path, url: str, ran: subprocess.CompletedProcess[str]) -> list[str]:
@@ -460,7 +477,7 @@ def _check(case: Case, store: Path, url: str, ran: subprocess.CompletedProcess[s
     code = ran.returncode
     said = [line for line in ran.stderr.splitlines() if not line.startswith("{")]
     files = {p.name for p in store.iterdir()}
-    model, part = f"{NAME}.gguf", f"{NAME}.gguf.part"
+    model, part = f"{case.name}.gguf", f"{case.name}.gguf.part"
     if code not in EXITS:
         problems.append(f"exit {code}")
     if "Traceback" in ran.stderr:
@@ -486,7 +503,8 @@ def _check(case: Case, store: Path, url: str, ran: subprocess.CompletedProcess[s
 
 def pull(case: Case, where: Path) -> Pulled:
     server = _serve(case)
-    url = f"http://127.0.0.1:{server.server_address[1]}{PATH}"
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    url = base + case.path
     store = where / f"case-{case.number}"
     _prepare(case, store, url)
     largest = [_largest(store)]
@@ -501,7 +519,8 @@ def pull(case: Case, where: Path) -> Pulled:
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     started = time.monotonic()
-    argv = [sys.executable, "-c", LAUNCH, "models", "pull", url, "--progress", case.progress]
+    wanted = case.name if case.catalog else url
+    argv = [sys.executable, "-c", LAUNCH, "models", "pull", wanted, "--progress", case.progress]
     try:
         ran = subprocess.run(
             argv,
@@ -510,7 +529,7 @@ def pull(case: Case, where: Path) -> Pulled:
             errors="replace",
             timeout=MAX_SECONDS,
             check=False,
-            env={**os.environ, "OAMD_MODELS": str(store)},
+            env={**os.environ, "OAMD_MODELS": str(store), "OAMD_CATALOG_BASE_URL": base},
         )
     except subprocess.TimeoutExpired:
         return Pulled(
