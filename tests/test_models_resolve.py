@@ -237,15 +237,17 @@ def hostile_ollama(root: Path, manifest: bytes) -> None:
     (folder / "latest").symlink_to(root / "nowhere")  # a dangling manifest
 
 
-def hostile_hf_cache(hub: Path) -> None:
-    """A repo folder whose ``snapshots/`` holds a dangling symlink, a file and an empty
-    snapshot, and whose ``refs/main`` is not UTF-8."""
+def hostile_hf_cache(hub: Path, odd: tuple[str, ...] = ("dangling", "refs")) -> None:
+    """A repo folder whose ``snapshots/`` holds a file and an empty snapshot, and (``odd``) a
+    dangling symlink, a ``refs/main`` that is not UTF-8."""
     folder = hub / "models--HuggingFaceTB--SmolLM2-135M"
     (folder / "snapshots" / "0123").mkdir(parents=True)
-    (folder / "snapshots" / "dangling").symlink_to(folder / "gone")
     (folder / "snapshots" / "a-file").write_text("not a snapshot")
-    (folder / "refs").mkdir()
-    (folder / "refs" / "main").write_bytes(b"\xff\xfe")
+    if "dangling" in odd:
+        (folder / "snapshots" / "dangling").symlink_to(folder / "gone")
+    if "refs" in odd:
+        (folder / "refs").mkdir()
+        (folder / "refs" / "main").write_bytes(b"\xff\xfe")
 
 
 @pytest.mark.parametrize("manifest", HOSTILE_MANIFESTS)
@@ -257,8 +259,9 @@ def test_a_hostile_ollama_manifest_is_skipped_by_oamd_check(tmp_path, manifest):
         assert model["status"] == "unavailable" and "ollama pull smollm2" in model["detail"]
 
 
-def test_a_hostile_hugging_face_cache_is_skipped_by_oamd_check(tmp_path):
-    hostile_hf_cache(tmp_path / "hub")
+@pytest.mark.parametrize("odd", [("dangling",), ("refs",), ("dangling", "refs")])
+def test_a_hostile_hugging_face_cache_is_skipped_by_oamd_check(tmp_path, odd):
+    hostile_hf_cache(tmp_path / "hub", odd)
     code, model = check(
         "--model",
         "llamacpp:hf:HuggingFaceTB/SmolLM2-135M/smol.Q4_1.gguf",
