@@ -154,11 +154,15 @@ bench-model: $(STAMP)
 
 # Opt-in: the protocol fuzzer, seeded (printed; SEED=n replays a run): 100,000 lines over stdio
 # and 20,000 over a Unix socket, checked by the oracle of tests/fuzz_oracle.py (a few minutes);
-# then 300 hostile recordings played by oamd replay (tests/fuzz_recordings.py, about two minutes).
+# then 300 hostile recordings played by oamd replay (tests/fuzz_recordings.py, about two minutes),
+# then oamd models pull against $(OAMD_FUZZ_PULLS) hostile HTTP servers (tests/hostile_http.py,
+# about two minutes for 200).
 # FAULT_SERVER=1: "system" is a misbehaving OpenAI-compatible server, a quarter of the models.
+OAMD_FUZZ_PULLS ?= 200
 fuzz: $(STAMP)
 	$(PY) tests/fuzz_run.py $(if $(SEED),--seed $(SEED)) $(if $(FAULT_SERVER),--fault-server)
 	$(PY) tests/fuzz_recordings.py $(if $(SEED),--seed $(SEED))
+	$(PY) tests/hostile_http.py --cases $(OAMD_FUZZ_PULLS) $(if $(SEED),--seed $(SEED))
 
 # Opt-in: 32 clients of random traffic against one oamd serve for DURATION seconds (default 600),
 # with slow readers, flooders, hoarders, slow-loris writers, pre-auth hogs and disconnects

@@ -16,7 +16,7 @@ import orjson
 from oamd._command_line import CommandLine
 from oamd._command_options import EXIT_INTERRUPTED, EXIT_UNAVAILABLE
 from oamd._models_options import EXIT_DOWNLOAD_FAILED, EXIT_REFUSED, EXIT_STORE_FAILED
-from oamd.models.catalog import CATALOG, find_entry
+from oamd.models.catalog import BASE_URL_VARIABLE, catalog, find_entry, mirror
 from oamd.models.store import PullRunning, Store, check_name, name_from_url
 
 __all__ = ["run_models"]
@@ -133,6 +133,9 @@ def _pull_request(line: CommandLine, store: Store) -> Any:
 
     args = line.args
     wanted: str = args.model
+    base = mirror()
+    if base is not None and not base.startswith(URL_SCHEMES):
+        line.refuse(f"${BASE_URL_VARIABLE} must be an http(s) URL, not {base!r}")
     if wanted.startswith(URL_SCHEMES):
         try:
             name = check_name(args.name) if args.name else name_from_url(wanted)
@@ -189,7 +192,7 @@ def _rows(store: Store) -> list[dict[str, Any]]:
     """One row per catalog model and per other pulled model, catalog first."""
     stored = {model.name: model for model in store.models()}
     rows = []
-    for entry in CATALOG:
+    for entry in catalog():
         model = stored.pop(entry.name, None)
         size = model.size if model else entry.size_bytes or entry.approx_bytes
         rows.append(

@@ -29,7 +29,8 @@ EXIT_DOWNLOAD_FAILED = 4
 EXIT_REFUSED = 5
 EXIT_STORE_FAILED = 6
 PROGRESS_STYLES = ("auto", "bar", "json", "none")
-SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+"""``fullmatch``ed: ``$`` would accept a digest ending in a line break."""
 
 STORE_TEXT = """\
 The store is $OAMD_MODELS when set, else $XDG_DATA_HOME/oamd/models (or
@@ -39,9 +40,19 @@ on macOS, %LOCALAPPDATA%\\oamd\\models on Windows. A pulled model is loaded with
 and Hugging Face cache files as --model llamacpp:hf:ORG/REPO/FILE.gguf, where
 they lie."""
 
+MIRROR_TEXT = """\
+$OAMD_CATALOG_BASE_URL names a mirror of the catalog's files (an http(s) URL):
+it replaces https://huggingface.co in each catalog URL, the paths below it
+unchanged. The catalog's sizes and SHA-256s (or --sha256's) still apply: a
+mirror must serve the same files."""
+
 PULL_EXITS = exit_codes(
     (0, "the model is in the store, verified (its path is printed on stdout)"),
-    (EXIT_USAGE, "a usage error: an unknown name, not an http(s) URL, a bad --sha256"),
+    (
+        EXIT_USAGE,
+        "a usage error: an unknown name, not an http(s) URL, a bad --sha256 or"
+        " $OAMD_CATALOG_BASE_URL",
+    ),
     (
         EXIT_DOWNLOAD_FAILED,
         "the download failed: the server refused (404, 5xx…), could not be reached, or the "
@@ -51,7 +62,11 @@ PULL_EXITS = exit_codes(
         EXIT_REFUSED,
         "the file is not what was expected (size, GGUF header or SHA-256): it was deleted",
     ),
-    (EXIT_STORE_FAILED, "the store cannot be written (the disk is full, no permission)"),
+    (
+        EXIT_STORE_FAILED,
+        "the store cannot be written (the disk is full, no permission, a file in its place);"
+        " what was downloaded is kept and the same command resumes it",
+    ),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C): the partial file is kept for the next pull"),
 )
 LIST_EXITS = exit_codes((0, "always"))
@@ -68,7 +83,7 @@ def _paragraph(text: str) -> str:
 
 
 def _sha256(text: str) -> str:
-    if not SHA256.match(text):
+    if not SHA256.fullmatch(text):
         raise argparse.ArgumentTypeError(f"must be 64 hexadecimal digits, not {text!r}")
     return text.lower()
 
@@ -107,7 +122,7 @@ def add_models_command(
             ' per step ({"event": "pull_progress", "model", "bytesDownloaded",'
             ' "totalBytes"}).'
         ),
-        epilog=f"{STORE_TEXT}\n\n{PULL_EXITS}",
+        epilog=f"{STORE_TEXT}\n\n{MIRROR_TEXT}\n\n{PULL_EXITS}",
         formatter_class=formatter,
     )
     pull.add_argument(
@@ -140,7 +155,7 @@ def add_models_command(
             "Lists the catalog's models and every model in the store, with size, state"
             " (pulled, pulling, partial, or not pulled) and licence; the store's folder first."
         ),
-        epilog=f"{STORE_TEXT}\n\n{LIST_EXITS}",
+        epilog=f"{STORE_TEXT}\n\n{MIRROR_TEXT}\n\n{LIST_EXITS}",
         formatter_class=formatter,
     )
     listing.add_argument(

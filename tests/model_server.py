@@ -48,6 +48,14 @@ class Route:
     """Stop after this many bytes of the body until ``release`` is set."""
     ranges: bool = True
     """Honour ``Range`` (206); otherwise always send the whole body (200)."""
+    excess: int = 0
+    """Send this many zero bytes past the body (a 206's ``Content-Range`` still gives the body's
+    size; ``Content-Length`` counts them)."""
+    length: bool = True
+    """Send ``Content-Length``; without it the body ends when the connection closes."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Sent instead of the route's own headers of the same name; with an error ``status``, an
+    answer with these headers and no body (instead of ``send_error``'s page)."""
     paused: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
 
@@ -83,6 +91,12 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
+            if route.status != 200 and route.headers:
+                self.send_response(route.status)
+                for key, value in {"Content-Length": "0", **route.headers}.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                return
             if route.status != 200:
                 self.send_error(route.status)
                 return
@@ -99,13 +113,17 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                     self.end_headers()
                     return
                 self.send_response(206)
-                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+                sent_headers = {"Content-Range": f"bytes {start}-{len(body) - 1}/{len(body)}"}
             else:
                 self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(body) - start))
+                sent_headers = {}
+            rest = body[start:] + bytes(route.excess)
+            sent_headers["Content-Type"] = "application/octet-stream"
+            if route.length:
+                sent_headers["Content-Length"] = str(len(rest))
+            for key, value in {**sent_headers, **route.headers}.items():
+                self.send_header(key, value)
             self.end_headers()
-            rest = body[start:]
             limit = len(rest)
             if route.cut_at is not None and route.cuts > 0:
                 route.cuts -= 1

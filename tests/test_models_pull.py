@@ -6,6 +6,8 @@ progress shows as JSON lines off a terminal and as a bar on one."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import os
 import pty
@@ -14,6 +16,8 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -96,6 +100,57 @@ def test_a_server_that_ignores_range_is_read_again_from_the_first_byte(tmp_path)
     assert (tmp_path / "m.gguf").read_bytes() == body
 
 
+def pull_watching_the_part(store: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], int]:
+    """``oamd models pull``, and the most bytes its part file held while it ran."""
+    part, largest, running = store / "m.gguf.part", [0], threading.Event()
+
+    def watch() -> None:
+        while not running.is_set():
+            with contextlib.suppress(OSError):  # no part yet, or no more
+                largest[0] = max(largest[0], part.stat().st_size)
+            time.sleep(0.001)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        done = models(store, "pull", *argv)
+    finally:
+        running.set()
+        watcher.join()
+    return done, largest[0]
+
+
+@pytest.mark.parametrize("known_from", ["content-range", "first-pull"])
+def test_a_body_longer_than_the_known_size_is_refused_at_once_and_its_part_deleted(
+    tmp_path, known_from
+):
+    body = small_gguf(SIZE)
+    route = Route(body, excess=64 * 1024 * 1024, length=known_from == "content-range")
+    with serving({"/m.gguf": route}) as server:
+        url = server.url("/m.gguf")
+        if known_from == "first-pull":  # the size the URL had (as the catalog's size would)
+            known = {url: {"sha256": sha256(body), "size": SIZE}}
+            (tmp_path / "digests.json").write_bytes(orjson.dumps(known))
+        else:  # a resumed pull: the 206's Content-Range says the file's size
+            (tmp_path / "m.gguf.part").write_bytes(body[: SIZE // 2])
+        done, largest = pull_watching_the_part(tmp_path, url)
+    assert done.returncode == EXIT_REFUSED
+    assert f"more than the {SIZE} bytes" in failure_line(done)
+    assert largest <= SIZE
+    assert not (tmp_path / "m.gguf.part").exists()
+
+
+@pytest.mark.parametrize("option", ["--name", "--sha256"])
+def test_a_name_or_sha256_ending_in_a_line_break_is_a_usage_error(tmp_path, option):
+    body = small_gguf(SIZE)
+    value = "m\n" if option == "--name" else f"{sha256(body)}\n"
+    with serving({"/m.gguf": Route(body)}) as server:
+        done = models(tmp_path, "pull", server.url("/m.gguf"), option, value)
+    assert done.returncode == 2, done.stderr
+    assert server.requests == []
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_file_whose_sha256_is_not_the_expected_one_is_refused_and_deleted(tmp_path):
     body = small_gguf(SIZE)
     with serving({"/m.gguf": Route(body)}) as server:
@@ -162,6 +217,86 @@ def test_a_redirect_is_followed_and_the_model_keeps_the_name_of_the_url_asked(tm
         done = models(tmp_path, "pull", server.url("/dl/Smol-Q8_0.gguf"))
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "smol-q8_0.gguf").read_bytes() == body
+
+
+@pytest.mark.parametrize("content_range", [None, f"bytes */{SIZE}"])
+def test_a_416_to_a_request_for_the_whole_file_is_an_http_error(tmp_path, content_range):
+    headers = {"Content-Range": content_range} if content_range else {}
+    with serving({"/m.gguf": Route(status=416, headers=headers)}) as server:
+        done = models(tmp_path, "pull", server.url("/m.gguf"))
+    assert done.returncode == EXIT_DOWNLOAD_FAILED, done.stderr
+    line = failure_line(done)
+    assert "HTTP 416" in line and server.url("/m.gguf") in line and OFFLINE in line
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".lock") == []
+
+
+@pytest.mark.parametrize("resumed", [False, True])
+def test_a_content_range_in_other_digits_than_ascii_ones_is_not_believed(tmp_path, resumed):
+    """``str.isdigit`` is true of '²' and '¹', which ``int`` refuses (found by hostile_http)."""
+    body = small_gguf(SIZE)
+    if resumed:
+        (tmp_path / "m.gguf.part").write_bytes(body[:100])
+    weird = {"Content-Range": "bytes \u00b9\u00b2-\u00b3/\u00b9\u00b2"}
+    with serving({"/m.gguf": Route(body, headers=weird)}) as server:
+        done = models(tmp_path, "pull", server.url("/m.gguf"))
+    assert done.returncode == 0, done.stderr  # Content-Length says the size instead
+    assert (tmp_path / "m.gguf").read_bytes() == body
+
+
+def test_a_redirect_loop_is_an_http_error(tmp_path):
+    routes = {"/m.gguf": Route(location="/n.gguf"), "/n.gguf": Route(location="/m.gguf")}
+    with serving(routes) as server:
+        done = models(tmp_path, "pull", server.url("/m.gguf"))
+    assert done.returncode == EXIT_DOWNLOAD_FAILED, done.stderr
+    line = failure_line(done)
+    assert "redirect" in line and server.url("/m.gguf") in line and OFFLINE in line
+
+
+def test_a_store_that_is_a_file_is_a_store_failure(tmp_path):
+    store = tmp_path / "models"
+    store.write_text("not a folder")
+    with serving({"/m.gguf": Route(small_gguf(SIZE))}) as server:
+        done = models(store, "pull", server.url("/m.gguf"))
+    assert done.returncode == EXIT_STORE_FAILED, done.stderr
+    line = failure_line(done)
+    assert f"{store} is not a folder" in line and "$OAMD_MODELS" in line
+    assert store.read_text() == "not a folder"
+
+
+def test_a_model_that_exactly_fills_the_disk_ends_cleanly_and_resumes_once_space_is_freed(
+    tmp_path, monkeypatch, capsys
+):
+    """The free space is the model's size: the body fits, then the store's small JSON files
+    cannot be written (a full disk creates the file and fails the write)."""
+    from oamd.models import download
+
+    monkeypatch.setenv("OAMD_MODELS", str(tmp_path))
+    full = SimpleNamespace(total=SIZE, used=0, free=SIZE)
+    monkeypatch.setattr(download.shutil, "disk_usage", lambda _: full)
+    part, model = tmp_path / "m.gguf.part", tmp_path / "m.gguf"
+    write_bytes = Path.write_bytes
+
+    def disk_full_once_the_body_is_in(path: Path, data: bytes) -> int:
+        if model.exists() or (part.exists() and part.stat().st_size == SIZE):
+            path.touch()
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return write_bytes(path, data)
+
+    monkeypatch.setattr(Path, "write_bytes", disk_full_once_the_body_is_in)
+    body = small_gguf(SIZE)
+    with serving({"/m.gguf": Route(body)}) as server:
+        url = server.url("/m.gguf")
+        code = oamd.cli.main(["models", "pull", url, "--progress", "none"])
+        err = capsys.readouterr().err
+        left = sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".lock")
+        monkeypatch.setattr(Path, "write_bytes", write_bytes)  # space was freed
+        again = oamd.cli.main(["models", "pull", url, "--progress", "none"])
+    assert code == EXIT_STORE_FAILED
+    assert err.count("\n") == 1 and "disk filled up" in err and url in err and "resume" in err
+    assert left == ["m.gguf.part", "m.pull.json"]  # no temporary file, no model without record
+    assert again == 0
+    assert server.ranges_asked("/m.gguf") == [None, f"bytes={SIZE}-"]  # nothing downloaded twice
+    assert (tmp_path / "m.gguf").read_bytes() == body
 
 
 def test_not_enough_free_space_is_refused_before_a_byte_is_written(tmp_path, monkeypatch, capsys):
@@ -246,6 +381,59 @@ async def test_two_pulls_of_one_model_at_once_leave_one_good_file(tmp_path):
     assert outputs[0] == outputs[1] == f"{tmp_path / 'm.gguf'}\n".encode()
     assert (tmp_path / "m.gguf").read_bytes() == body
     assert len(server.requests) == 1  # the second found the first one's verified file
+
+
+SMOLLM2_360M = (
+    "/HuggingFaceTB/SmolLM2-360M-Instruct-GGUF/resolve/main/smollm2-360m-instruct-q8_0.gguf"
+)
+"""The path of a catalog model (one whose digest the catalog does not pin) below its host."""
+
+
+def from_mirror(store: Path, base: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*OAMD, "models", *argv],
+        capture_output=True,
+        text=True,
+        timeout=RUN_SECONDS,
+        check=False,
+        env={**os.environ, "OAMD_MODELS": str(store), "OAMD_CATALOG_BASE_URL": base},
+    )
+
+
+def test_a_catalog_model_is_pulled_from_the_mirror_oamd_catalog_base_url_names(tmp_path):
+    body = small_gguf(SIZE, seed=3)
+    with serving({SMOLLM2_360M: Route(body)}) as server:
+        base = server.url("/")
+        pulled = from_mirror(
+            tmp_path, base, "pull", "smollm2-360m-instruct", "--sha256", sha256(body)
+        )
+        wrong = from_mirror(
+            tmp_path / "other", base, "pull", "smollm2-360m-instruct", "--sha256", "0" * 64
+        )
+        listed = from_mirror(tmp_path, base, "list", "--json").stdout.splitlines()
+    assert pulled.returncode == 0, pulled.stderr
+    assert server.ranges_asked(SMOLLM2_360M) == [None, None]
+    assert sha256((tmp_path / "smollm2-360m-instruct.gguf").read_bytes()) == sha256(body)
+    assert wrong.returncode == EXIT_REFUSED and sha256(body) in failure_line(wrong)
+    rows = {row["name"]: row for row in map(orjson.loads, listed)}
+    assert rows["smollm2-360m-instruct"]["url"] == server.url(SMOLLM2_360M)
+    assert rows["qwen3-0.6b"]["url"].startswith(server.url("/Qwen/"))
+
+
+def test_a_mirror_is_held_to_the_catalogs_pinned_size_and_digest(tmp_path):
+    path = "/Qwen/Qwen2.5-0.5B-Instruct-GGUF/resolve/9217f5db79a29953eb74d5343926648285ec7e67"
+    path += "/qwen2.5-0.5b-instruct-q4_k_m.gguf"
+    with serving({path: Route(small_gguf(SIZE))}) as server:
+        done = from_mirror(tmp_path, server.url(""), "pull", "qwen2.5-0.5b-instruct")
+    assert done.returncode == EXIT_REFUSED
+    assert f"the server offers {SIZE} bytes, 491400032 were expected" in failure_line(done)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".lock") == []
+
+
+def test_a_mirror_that_is_not_an_http_url_is_a_usage_error(tmp_path):
+    done = from_mirror(tmp_path, "file:///srv/models", "pull", "qwen3-0.6b")
+    assert done.returncode == 2
+    assert "OAMD_CATALOG_BASE_URL" in done.stderr and "file:///srv/models" in done.stderr
 
 
 def test_list_shows_catalog_and_pulled_models_and_rm_deletes_one(tmp_path):

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
@@ -20,7 +21,8 @@ from model_server import Route, serving, sha256
 
 from oamd.backends._packaged_model import packaged_model_path
 from oamd.client import connect_stdio
-from oamd.models.store import store_folder
+from oamd.models.resolve import locator
+from oamd.models.store import Store, check_name, name_from_url, store_folder
 
 OAMD = [sys.executable, "-m", "oamd"]
 RUN_SECONDS = 60
@@ -208,3 +210,135 @@ def test_a_file_the_hugging_face_cache_lacks_names_the_download_command(tmp_path
     )
     assert code == EXIT_UNAVAILABLE
     assert "huggingface-cli download Qwen/Qwen2.5-0.5B-Instruct-GGUF" in model["detail"]
+
+
+MODEL_LAYER = "application/vnd.ollama.image.model"
+HOSTILE_MANIFESTS = [
+    b'{"layers": [{"mediaType": "application/vnd.ollama.image.model", "digest": null}]}',
+    b'{"layers": [{"mediaType": "application/vnd.ollama.image.model", "digest": 5}]}',
+    b'{"layers": [{"mediaType": "application/vnd.ollama.image.model"}]}',
+    b'{"layers": 5}',
+    b'{"layers": "sha256:0"}',
+    b'{"layers": {"mediaType": "application/vnd.ollama.image.model"}}',
+    b'{"layers": [null, 5, "x", [1]]}',
+    b'{"layers": [{"mediaType": ["x"], "digest": {}}]}',
+    b"[1, 2]",
+    b"null",
+    b"\xff\xfe not UTF-8",
+]
+"""Manifests someone else's Ollama folder may hold: wrong JSON types where a layer list, a
+layer or a digest should be, or no JSON at all."""
+
+
+def hostile_ollama(root: Path, manifest: bytes) -> None:
+    folder = root / "manifests" / "registry.ollama.ai" / "library" / "smollm2"
+    folder.mkdir(parents=True)
+    (folder / "135m").write_bytes(manifest)
+    (folder / "latest").symlink_to(root / "nowhere")  # a dangling manifest
+
+
+def hostile_hf_cache(hub: Path, odd: tuple[str, ...] = ("dangling", "refs")) -> None:
+    """A repo folder whose ``snapshots/`` holds a file and an empty snapshot, and (``odd``) a
+    dangling symlink, a ``refs/main`` that is not UTF-8."""
+    folder = hub / "models--HuggingFaceTB--SmolLM2-135M"
+    (folder / "snapshots" / "0123").mkdir(parents=True)
+    (folder / "snapshots" / "a-file").write_text("not a snapshot")
+    if "dangling" in odd:
+        (folder / "snapshots" / "dangling").symlink_to(folder / "gone")
+    if "refs" in odd:
+        (folder / "refs").mkdir()
+        (folder / "refs" / "main").write_bytes(b"\xff\xfe")
+
+
+@pytest.mark.parametrize("manifest", HOSTILE_MANIFESTS)
+def test_a_hostile_ollama_manifest_is_skipped_by_oamd_check(tmp_path, manifest):
+    hostile_ollama(tmp_path, manifest)
+    for name in ("ollama:smollm2:135m", "ollama:smollm2"):
+        code, model = check("--model", name, env={"OLLAMA_MODELS": str(tmp_path)})
+        assert code == EXIT_UNAVAILABLE, model
+        assert model["status"] == "unavailable" and "ollama pull smollm2" in model["detail"]
+
+
+@pytest.mark.parametrize("odd", [("dangling",), ("refs",), ("dangling", "refs")])
+def test_a_hostile_hugging_face_cache_is_skipped_by_oamd_check(tmp_path, odd):
+    hostile_hf_cache(tmp_path / "hub", odd)
+    code, model = check(
+        "--model",
+        "llamacpp:hf:HuggingFaceTB/SmolLM2-135M/smol.Q4_1.gguf",
+        env={"HF_HOME": str(tmp_path), "HF_HUB_CACHE": ""},
+    )
+    assert code == EXIT_UNAVAILABLE, model
+    assert "huggingface-cli download HuggingFaceTB/SmolLM2-135M smol.Q4_1.gguf" in model["detail"]
+
+
+@needs_llama
+def test_a_good_snapshot_beside_a_dangling_link_still_loads(tmp_path):
+    hub = tmp_path / "hub"
+    hostile_hf_cache(hub)
+    snapshot = hub / "models--HuggingFaceTB--SmolLM2-135M" / "snapshots" / "0123"
+    (snapshot / "smol.Q4_1.gguf").symlink_to(smollm2())
+    code, model = check(
+        "--model",
+        "llamacpp:hf:HuggingFaceTB/SmolLM2-135M/smol.Q4_1.gguf",
+        env={"HF_HOME": str(tmp_path), "HF_HUB_CACHE": ""},
+    )
+    assert code == 0, model
+    assert model["available"] is True
+
+
+@pytest.mark.anyio
+async def test_hostile_caches_are_unavailable_models_through_the_protocol(tmp_path, monkeypatch):
+    hostile_ollama(tmp_path / "ollama", HOSTILE_MANIFESTS[0])
+    hostile_hf_cache(tmp_path / "hf" / "hub")
+    monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "ollama"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    for spec in ("ollama:smollm2:135m", "llamacpp:hf:HuggingFaceTB/SmolLM2-135M/smol.Q4_1.gguf"):
+        async with connect_stdio(args=["--model", spec]) as client:
+            with anyio.fail_after(WAIT_SECONDS):
+                init = await client.request("initialize", {"protocolVersion": "1.0"})
+                asked = await client.request("model/availability", {})
+        for model in (init["model"], asked):
+            assert model["available"] is False and model["status"] == "unavailable", model
+
+
+@pytest.mark.parametrize(
+    ("kind", "reference"),
+    [
+        ("hf", "HuggingFaceTB/SmolLM2-135M/smol.Q4_1.gguf\n"),
+        ("hf", "HuggingFaceTB/SmolLM2-135M\n/smol.Q4_1.gguf"),
+        ("ollama", "smollm2:135m\n"),
+        ("ollama", "smollm2\n:135m"),
+        ("ollama", "library/smollm2\n"),
+        ("store", "qwen2.5-0.5b-instruct\n"),
+    ],
+)
+def test_a_reference_with_a_line_break_is_refused(tmp_path, kind, reference):
+    with pytest.raises(ValueError, match=r"expected|not a model name"):
+        locator(kind, reference, store=Store(tmp_path), environ={"OLLAMA_MODELS": str(tmp_path)})
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["llamacpp:hf:HuggingFaceTB/SmolLM2-135M\n/smol.Q4_1.gguf", "ollama:smollm2\n:135m"],
+)
+def test_a_model_spec_with_a_line_break_inside_is_a_usage_error(tmp_path, spec):
+    """(One at the end is stripped with the spec's other surrounding blanks.)"""
+    done = subprocess.run(
+        [*OAMD, "check", "--model", spec],
+        capture_output=True,
+        text=True,
+        timeout=RUN_SECONDS,
+        check=False,
+        env={**os.environ, "OAMD_MODELS": str(tmp_path), "OLLAMA_MODELS": str(tmp_path)},
+    )
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("name", ["m\n", "m\n\n", "\nm"])
+def test_a_store_name_ending_in_a_line_break_is_refused(name):
+    with pytest.raises(ValueError, match="not a model name"):
+        check_name(name)
+    with pytest.raises(ValueError, match="cannot name a model"):
+        name_from_url(f"https://example.com/{quote(name)}.gguf")

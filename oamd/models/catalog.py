@@ -6,15 +6,22 @@ Each entry pins where the file comes from and what was checked about it. ``sha25
 (and, for the Hugging Face files, a pinned revision keeps them true); otherwise they are
 ``None``, the first download's digest is recorded and every later pull of that URL is checked
 against it (``oamd.models.store.KnownDigests``). ``approx_bytes`` is for display only.
+
+``$OAMD_CATALOG_BASE_URL`` names a mirror of the files (an internal server, a test's
+127.0.0.1): it replaces ``https://huggingface.co`` in every URL, the paths below it unchanged,
+and the sizes and digests pinned here still apply, so a mirror can only serve the same files.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
-__all__ = ["CATALOG", "CatalogEntry", "find_entry"]
+__all__ = ["BASE_URL_VARIABLE", "CATALOG", "CatalogEntry", "catalog", "find_entry", "mirror"]
 
 HF = "https://huggingface.co"
+BASE_URL_VARIABLE = "OAMD_CATALOG_BASE_URL"
 CHATML = "ChatML (<|im_start|>role … <|im_end|>), embedded in the GGUF"
 
 
@@ -100,7 +107,21 @@ CATALOG: tuple[CatalogEntry, ...] = (
 """Smallest useful first: the one a README sends people to is ``qwen2.5-0.5b-instruct``."""
 
 
+def mirror(environ: Mapping[str, str] | None = None) -> str | None:
+    """``$OAMD_CATALOG_BASE_URL`` without its trailing ``/``, or ``None`` when it is not set."""
+    base = (os.environ if environ is None else environ).get(BASE_URL_VARIABLE, "").rstrip("/")
+    return base or None
+
+
+def catalog(environ: Mapping[str, str] | None = None) -> tuple[CatalogEntry, ...]:
+    """``CATALOG`` with its URLs on the mirror when one is set (see the module docstring)."""
+    base = mirror(environ)
+    if base is None:
+        return CATALOG
+    return tuple(replace(entry, url=base + entry.url.removeprefix(HF)) for entry in CATALOG)
+
+
 def find_entry(name: str) -> CatalogEntry | None:
     """The catalog's entry called ``name`` (case-insensitive), or ``None``."""
     wanted = name.strip().lower()
-    return next((entry for entry in CATALOG if entry.name == wanted), None)
+    return next((entry for entry in catalog() if entry.name == wanted), None)

@@ -9,7 +9,9 @@ Guarantees:
   ``MAX_ATTEMPTS`` requests), and a pull that gives up keeps the part for the next one;
 - verified: the size (the catalog's, else the server's), the GGUF header and the SHA-256 (the
   catalog's or the caller's, else the one this URL had the first time) are checked on the
-  bytes on disk; a file that fails is deleted, never kept;
+  bytes on disk; a file that fails is deleted, never kept; no byte past a size known before the
+  body (the catalog's, the URL's first, ``Content-Range``'s or ``Content-Length``'s) is written:
+  a server sending more is refused at once;
 - atomic: ``NAME.gguf`` appears by one rename of a verified part, so a reader never sees half
   a model;
 - every failure is one ``PullError`` whose message names the URL and says what to do.
@@ -117,23 +119,30 @@ def _size_of(path: Path) -> int:
         return 0
 
 
+def _number(text: str) -> int | None:
+    """A header's decimal number; ``isdigit`` alone is also true of '²', which ``int`` refuses."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def _length(response: httpx.Response) -> int | None:
+    return _number(response.headers.get("content-length", ""))
+
+
 def _total_of(response: httpx.Response, offset: int) -> int | None:
     """The whole file's size: from ``Content-Range`` (``bytes a-b/total``), else the length."""
-    content_range = response.headers.get("content-range", "")
-    total = content_range.rpartition("/")[2]
-    if total.isdigit():
-        return int(total)
-    length = response.headers.get("content-length", "")
-    if length.isdigit():
-        return int(length) + (offset if response.status_code == HTTP_PARTIAL else 0)
+    total = _number(response.headers.get("content-range", "").rpartition("/")[2])
+    if total is not None:
+        return total
+    length = _length(response)
+    if length is not None:
+        return length + (offset if response.status_code == HTTP_PARTIAL else 0)
     return None
 
 
 def _range_start(response: httpx.Response) -> int | None:
     """Where a 206's bytes start (``Content-Range: bytes START-END/TOTAL``)."""
     unit, _, spec = response.headers.get("content-range", "").partition(" ")
-    start = spec.partition("-")[0]
-    return int(start) if unit == "bytes" and start.isdigit() else None
+    return _number(spec.partition("-")[0]) if unit == "bytes" else None
 
 
 def _http_error(url: str, status: int) -> PullError:
@@ -146,6 +155,18 @@ def _http_error(url: str, status: int) -> PullError:
     else:
         what = f"unexpected answer (HTTP {status})"
     return PullError("http", f"{url}: {what}; {OFFLINE_HINT}")
+
+
+def _refused(store: Store, request: PullRequest, problem: str) -> PullError:
+    """A file that is not the one expected: its part is deleted (its bytes are of no use to a
+    later pull) and the pull is no longer announced."""
+    store.part_path(request.name).unlink(missing_ok=True)
+    store.end_pull(request.name)
+    return PullError(
+        "verify",
+        f"{request.url}: refused, {problem}; the file was deleted (a changed or broken upload, or"
+        f" a page instead of a model); {OFFLINE_HINT}",
+    )
 
 
 def _disk_error(url: str, path: Path, exc: OSError) -> PullError:
@@ -167,6 +188,11 @@ class _Attempt:
         self.total: int | None = None
         self.moved = False
 
+    @property
+    def limit(self) -> int | None:
+        """The file's size as known before its bytes arrive: no byte past it is written."""
+        return self.request.size_bytes if self.request.size_bytes is not None else self.total
+
     def run(self, client: httpx.Client) -> bool:
         """Whether the part now holds the whole file (``False``: the connection broke)."""
         offset = _size_of(self.part)
@@ -174,7 +200,7 @@ class _Attempt:
         url = self.request.url
         with client.stream("GET", url, headers=headers) as response:
             status = response.status_code
-            if status == HTTP_RANGE_NOT_SATISFIABLE:
+            if status == HTTP_RANGE_NOT_SATISFIABLE and offset:  # to a plain GET: an error below
                 self.total = _total_of(response, offset)
                 if self.total == offset:
                     return True  # the part was complete: only its check was left to do
@@ -190,19 +216,23 @@ class _Attempt:
             if status != HTTP_PARTIAL:
                 offset = 0  # the whole file came back (no Range support): start over
             self.total = _total_of(response, offset)
-            self._check_room(offset)
+            self._check_room(response, offset)
             self.store.announce_pull(self.request.name, url, self.total)
             self.progress.started(self.request.name, self.total, offset)
             return self._receive(response, offset)
 
-    def _check_room(self, offset: int) -> None:
+    def _check_room(self, response: httpx.Response, offset: int) -> None:
         expected = self.request.size_bytes
         if expected is not None and self.total is not None and self.total != expected:
-            raise PullError(
-                "verify",
-                f"{self.request.url}: the server offers {self.total} bytes, {expected} were"
-                f" expected; not downloaded (the file changed upstream); {OFFLINE_HINT}",
+            raise _refused(
+                self.store,
+                self.request,
+                f"the server offers {self.total} bytes, {expected} were expected (the file"
+                " changed upstream)",
             )
+        length = _length(response)
+        if self.limit is not None and length is not None and offset + length > self.limit:
+            raise self._too_long()
         if self.total is None:
             return
         needed = self.total - offset
@@ -215,13 +245,23 @@ class _Attempt:
                 f" {OFFLINE_HINT}",
             )
 
+    def _too_long(self) -> PullError:
+        return _refused(
+            self.store,
+            self.request,
+            f"the server sent more than the {self.limit} bytes the file has",
+        )
+
     def _receive(self, response: httpx.Response, offset: int) -> bool:
-        done = offset
+        done, limit, too_long = offset, self.limit, False
         try:
             with open(self.part, "r+b" if offset else "wb") as file:
                 file.seek(offset)
                 file.truncate()
                 for chunk in response.iter_raw():  # as it arrives: a cut loses no received byte
+                    if limit is not None and done + len(chunk) > limit:
+                        too_long = True  # refused once the file is closed (deleted then)
+                        break
                     file.write(chunk)
                     done += len(chunk)
                     self.moved = True
@@ -232,6 +272,8 @@ class _Attempt:
             raise _disk_error(self.request.url, self.part, exc) from exc
         except httpx.TransportError:
             return False  # cut mid-body (RemoteProtocolError, ReadTimeout, ReadError…)
+        if too_long:
+            raise self._too_long()
         return self.total is None or done >= self.total
 
 
@@ -241,7 +283,6 @@ def _verified(store: Store, request: PullRequest, path: Path, total: int | None)
     Raises:
         PullError: one of them is not (``path`` is deleted).
     """
-    url = request.url
     expected_size = request.size_bytes if request.size_bytes is not None else total
     expected_sha = request.sha256
     size = _size_of(path)
@@ -253,13 +294,7 @@ def _verified(store: Store, request: PullRequest, path: Path, total: int | None)
     if problem is None and expected_sha is not None and digest != expected_sha.lower():
         problem = f"its SHA-256 is {digest}, {expected_sha.lower()} was expected"
     if problem is not None:
-        path.unlink(missing_ok=True)
-        store.end_pull(request.name)
-        raise PullError(
-            "verify",
-            f"{url}: refused, {problem}; the file was deleted (a changed or broken upload, or a"
-            f" page instead of a model); {OFFLINE_HINT}",
-        )
+        raise _refused(store, request, problem)
     return digest
 
 
@@ -303,6 +338,12 @@ def _download(store: Store, request: PullRequest, progress: Progress, http: http
         try:
             if attempt.run(http):
                 return attempt.total if attempt.total is not None else _size_of(attempt.part)
+        except httpx.TooManyRedirects as exc:
+            raise PullError(
+                "http",
+                f"{request.url}: the server redirects in a loop (more than {http.max_redirects}"
+                f" redirects); {OFFLINE_HINT}",
+            ) from exc
         except httpx.TransportError as exc:
             if not arrived:
                 host = urlsplit(request.url).netloc
@@ -322,6 +363,17 @@ def _download(store: Store, request: PullRequest, progress: Progress, http: http
     )
 
 
+def _store_error(store: Store, url: str, exc: OSError) -> PullError:
+    if not store.folder.is_dir():
+        return PullError(
+            "disk",
+            f"{url}: the store {store.folder} is not a folder and cannot be made one"
+            f" ({exc.strerror or exc}); move what is there, or choose another store with"
+            f" $OAMD_MODELS; {OFFLINE_HINT}",
+        )
+    return _disk_error(url, Path(exc.filename or store.folder), exc)
+
+
 def pull(
     store: Store, request: PullRequest, progress: Progress, client: ClientFactory = _client
 ) -> StoredModel:
@@ -330,6 +382,15 @@ def pull(
     Raises:
         PullError: the model could not be downloaded and verified; the message says why.
     """
+    try:
+        return _locked_pull(store, request, progress, client)
+    except OSError as exc:  # the store: a file where its folder should be, no permission, full
+        raise _store_error(store, request.url, exc) from exc
+
+
+def _locked_pull(
+    store: Store, request: PullRequest, progress: Progress, client: ClientFactory
+) -> StoredModel:
     lock = store.lock(request.name)
     if not lock.try_acquire():
         progress.waiting(request.name)
@@ -345,9 +406,11 @@ def pull(
         progress.verifying(request.name)
         digest = _verified(store, request, part, total)
         size = _size_of(part)
-        os.replace(part, store.model_path(request.name))
+        # the records before the rename: a disk too full for them keeps the verified part for
+        # the next pull to finish, never a model without its record
         store.record(request.name, request.url, size, digest)
         store.digests.remember(request.url, digest, size)  # the first, or the one asked for
+        os.replace(part, store.model_path(request.name))
         store.end_pull(request.name)
         stored = store.stored(request.name)
         assert stored is not None

@@ -8,6 +8,10 @@ is refused at once) and returns a function the llama.cpp backend calls until the
 each call looks again, so a pull that finishes while the daemon runs is picked up, and a model
 not on disk yet answers with what ``model/availability`` should say (``downloadable``,
 ``downloading`` with its progress, or ``unavailable`` with how to get it).
+
+Ollama's and Hugging Face's folders belong to other programs, so whatever lies in them is read
+as hostile input: a manifest of the wrong JSON types, a dangling link, a file where a folder
+should be is skipped (logged at debug level) and never raises.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 
 import orjson
 
+from oamd.log import get_logger
 from oamd.models.catalog import find_entry
 from oamd.models.store import Store, check_name
 
@@ -39,8 +44,29 @@ OLLAMA_NAMESPACE = "library"
 OLLAMA_DEFAULT_TAG = "latest"
 OLLAMA_SERVICE_FOLDER = Path("/usr/share/ollama/.ollama/models")
 """Where Linux's install script keeps the models of the ``ollama`` system service."""
-DIGEST = re.compile(r"^sha256:([0-9a-f]{64})$")
-NAME_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+DIGEST = re.compile(r"sha256:([0-9a-f]{64})")
+NAME_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+"""A part of an ``hf:`` or ``ollama:`` reference. Both patterns are ``fullmatch``ed: ``$``
+would accept a part ending in a line break."""
+MAX_MANIFEST_BYTES = 1024 * 1024
+"""Read of an Ollama manifest (a few kB): a larger file is not one, and is never read whole."""
+MAX_REF_BYTES = 256
+"""Read of a Hugging Face ``refs/`` file (a 40-digit commit hash)."""
+
+log = get_logger("oamd.models")
+
+
+def _head(path: Path, limit: int) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path`` (a FIFO or a device is not opened:
+    the folders read here are other programs', so any file in them may be anything).
+
+    Raises:
+        OSError: there is no such regular file, or it cannot be read.
+    """
+    if not path.is_file():
+        raise FileNotFoundError(path)
+    with open(path, "rb") as file:
+        return file.read(limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +141,7 @@ def _hf_locator(reference: str, environ: Mapping[str, str] | None) -> Locator:
     org, _, rest = reference.partition("/")
     repo, _, file = rest.partition("/")
     parts = [org, repo, *file.split("/")]
-    if not file or not all(NAME_PART.match(part) for part in parts):
+    if not file or not all(NAME_PART.fullmatch(part) for part in parts):
         raise ValueError(
             f"llamacpp:hf:{reference}: expected hf:ORG/REPO/FILE.gguf, e.g."
             " hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf"
@@ -125,15 +151,9 @@ def _hf_locator(reference: str, environ: Mapping[str, str] | None) -> Locator:
     def locate() -> Location:
         repo_folder = hf_cache_folder(environ) / f"models--{org}--{repo}"
         snapshots = repo_folder / "snapshots"
-        try:
-            main = (repo_folder / "refs" / "main").read_text(encoding="utf-8").strip()
-        except OSError:
-            main = ""
+        main = _hf_main(repo_folder)
         candidates = [snapshots / main] if main else []
-        if snapshots.is_dir():
-            others = sorted(snapshots.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
-            candidates += others
-        for snapshot in candidates:
+        for snapshot in candidates + _hf_snapshots(snapshots):
             found = snapshot / file
             if found.is_file():
                 return Location(label, found)
@@ -145,6 +165,35 @@ def _hf_locator(reference: str, environ: Mapping[str, str] | None) -> Locator:
         )
 
     return locate
+
+
+def _hf_main(repo_folder: Path) -> str:
+    """The snapshot ``refs/main`` names, or ``""`` when it names none a folder can be."""
+    ref = repo_folder / "refs" / "main"
+    try:
+        main = _head(ref, MAX_REF_BYTES).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        main = ""
+    if main and not NAME_PART.fullmatch(main):
+        log.debug("hf_ref_skipped", path=str(ref), reason="not a snapshot name")
+        return ""
+    return main
+
+
+def _hf_snapshots(snapshots: Path) -> list[Path]:
+    """The snapshot folders, newest first; an entry that cannot be read (a dangling link) is
+    skipped."""
+    dated = []
+    try:
+        entries = list(os.scandir(snapshots))
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            dated.append((entry.stat().st_mtime, Path(entry.path)))
+        except OSError as exc:
+            log.debug("hf_snapshot_skipped", path=entry.path, reason=str(exc))
+    return [path for _, path in sorted(dated, key=lambda item: item[0], reverse=True)]
 
 
 def ollama_folders(
@@ -172,7 +221,7 @@ def _ollama_manifest_parts(reference: str) -> tuple[list[str], str]:
         parts = [OLLAMA_REGISTRY, OLLAMA_NAMESPACE, *parts]
     elif len(parts) == 2:
         parts = [OLLAMA_REGISTRY, *parts]
-    if len(parts) != 3 or not all(NAME_PART.match(p) for p in [*parts, tag]):
+    if len(parts) != 3 or not all(NAME_PART.fullmatch(p) for p in [*parts, tag]):
         raise ValueError(
             f"ollama:{reference}: expected ollama:NAME[:TAG] as 'ollama list' shows it, e.g."
             " ollama:qwen2.5:0.5b"
@@ -184,18 +233,23 @@ def _ollama_blob(folder: Path, parts: list[str], tag: str) -> Path | str:
     """The model blob a manifest names, or why there is none."""
     manifest = folder.joinpath("manifests", *parts, tag)
     try:
-        layers = orjson.loads(manifest.read_bytes()).get("layers") or []
+        document = orjson.loads(_head(manifest, MAX_MANIFEST_BYTES))
     except OSError:
         return f"no manifest {manifest}"
-    except (orjson.JSONDecodeError, AttributeError):
+    except orjson.JSONDecodeError:
+        document = None
+    layers = document.get("layers") if isinstance(document, dict) else None
+    if not isinstance(layers, list):
+        log.debug("ollama_manifest_skipped", path=str(manifest), reason="no list of layers")
         return f"the manifest {manifest} is not Ollama's JSON"
     digests = [
-        layer.get("digest", "")
+        layer.get("digest")
         for layer in layers
         if isinstance(layer, dict) and layer.get("mediaType") == OLLAMA_MODEL_LAYER
     ]
-    matched = DIGEST.match(digests[0]) if digests else None
+    matched = DIGEST.fullmatch(digests[0]) if digests and isinstance(digests[0], str) else None
     if matched is None:
+        log.debug("ollama_manifest_skipped", path=str(manifest), reason="no model digest")
         return f"the manifest {manifest} has no {OLLAMA_MODEL_LAYER} layer"
     blob = folder / "blobs" / f"sha256-{matched.group(1)}"
     return blob if blob.is_file() else f"its model blob {blob} is missing"

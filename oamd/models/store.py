@@ -47,8 +47,9 @@ GGUF_MAGIC = b"GGUF"
 GGUF_VERSIONS = (1, 2, 3)
 """GGUF format versions llama.cpp has written; the header's next four bytes, little-endian."""
 GGUF_HEADER_BYTES = 8
-NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
-"""A stored model's name: also a file name on every platform, and never a path."""
+NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
+"""A stored model's name: also a file name on every platform, and never a path. Always
+``fullmatch``: ``$`` would accept a name ending in a line break."""
 MODEL_SUFFIX = ".gguf"
 
 
@@ -92,7 +93,7 @@ def name_from_url(url: str) -> str:
     file = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
     stem = file[: -len(MODEL_SUFFIX)] if file.lower().endswith(MODEL_SUFFIX) else file
     name = stem.lower()
-    if not NAME_PATTERN.match(name):
+    if not NAME_PATTERN.fullmatch(name):
         raise ValueError(f"cannot name a model after {file!r}; give one with --name")
     return name
 
@@ -103,7 +104,7 @@ def check_name(name: str) -> str:
     Raises:
         ValueError: it holds characters a file name cannot, or a path separator.
     """
-    if not NAME_PATTERN.match(name):
+    if not NAME_PATTERN.fullmatch(name):
         raise ValueError(
             f"{name!r} is not a model name (lower-case letters, digits, '.', '_' and '-')"
         )
@@ -122,8 +123,12 @@ def write_json(path: Path, value: dict[str, Any]) -> None:
     """Replaces ``path`` whole: a reader sees the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(orjson.dumps(value, option=orjson.OPT_INDENT_2))
-    os.replace(temporary, path)
+    try:
+        temporary.write_bytes(orjson.dumps(value, option=orjson.OPT_INDENT_2))
+        os.replace(temporary, path)
+    except OSError:
+        temporary.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
+        raise
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +210,7 @@ class Store:
         if not self.folder.is_dir():
             return []
         names = (p.stem for p in sorted(self.folder.glob(f"*{MODEL_SUFFIX}")))
-        found = (self.stored(name) for name in names if NAME_PATTERN.match(name))
+        found = (self.stored(name) for name in names if NAME_PATTERN.fullmatch(name))
         return [model for model in found if model is not None]
 
     def record(self, name: str, url: str, size: int, sha256: str) -> None:
