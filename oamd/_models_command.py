@@ -11,11 +11,10 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
-import orjson
-
 from oamd._command_line import CommandLine
 from oamd._command_options import EXIT_INTERRUPTED, EXIT_UNAVAILABLE
 from oamd._models_options import EXIT_DOWNLOAD_FAILED, EXIT_REFUSED, EXIT_STORE_FAILED
+from oamd.jsonvalue import dumps_text
 from oamd.models.catalog import BASE_URL_VARIABLE, catalog, find_entry, mirror
 from oamd.models.store import PullRunning, Store, check_name, name_from_url
 
@@ -44,7 +43,7 @@ class _JsonProgress:
         self.shown = -PROGRESS_STEP_BYTES
 
     def _emit(self, event: str, **fields: Any) -> None:
-        self.out.write(orjson.dumps({"event": event, "model": self.name, **fields}).decode())
+        self.out.write(dumps_text({"event": event, "model": self.name, **fields}))
         self.out.write("\n")
         self.out.flush()
 
@@ -243,7 +242,7 @@ def _list(line: CommandLine, store: Store) -> int:
     out = sys.stdout
     if line.args.json:
         for row in rows:
-            out.write(orjson.dumps(row).decode() + "\n")
+            out.write(dumps_text(row) + "\n")
         return 0
     out.write(f"store: {store.folder} ($OAMD_MODELS moves it)\n")
     width = max(len(row["name"]) for row in rows)

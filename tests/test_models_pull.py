@@ -452,3 +452,16 @@ def test_list_shows_catalog_and_pulled_models_and_rm_deletes_one(tmp_path):
     assert "m" not in {
         orjson.loads(t)["name"] for t in models(tmp_path, "list", "--json").stdout.splitlines()
     }
+
+
+@pytest.mark.parametrize("record", ['{"sha256": 5, "url": ["x"]}', "[1, 2]", "{not json"])
+def test_a_store_record_of_the_wrong_types_is_read_as_far_as_its_types_hold(tmp_path, record):
+    with serving({"/m.gguf": Route(small_gguf(SIZE))}) as server:
+        assert models(tmp_path, "pull", server.url("/m.gguf")).returncode == 0
+        (tmp_path / "m.json").write_text(record)
+        again = models(tmp_path, "pull", server.url("/m.gguf"))
+        listed = models(tmp_path, "list", "--json")
+    assert again.returncode == 0, again.stderr
+    assert "Traceback" not in again.stderr + listed.stderr
+    rows = {orjson.loads(text)["name"]: orjson.loads(text) for text in listed.stdout.splitlines()}
+    assert rows["m"]["status"] == "pulled"

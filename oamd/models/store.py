@@ -202,8 +202,18 @@ class Store:
             size = path.stat().st_size
         except OSError:
             return None
-        record = _read_json(self.record_path(name)) or {}
-        return StoredModel(name, path, record.get("url"), size, record.get("sha256"))
+        record = _read_json(self.record_path(name))
+        if not isinstance(record, dict):
+            record = {}
+        # a record edited by hand (or half written) is read as far as its types hold
+        url, sha256 = record.get("url"), record.get("sha256")
+        return StoredModel(
+            name,
+            path,
+            url if isinstance(url, str) else None,
+            size,
+            sha256 if isinstance(sha256, str) else None,
+        )
 
     def models(self) -> list[StoredModel]:
         """Every pulled model, by name."""
