@@ -76,8 +76,9 @@ $(FFI_LIB): $(FFI_SOURCES) $(wildcard ffi/*.h)
 # (--capture=sys: the report is written to fd 2, which pytest must not hold when the run aborts).
 # The daemon the library spawns runs without them (tests/ffi_harness.py drops LD_PRELOAD).
 FFI_SANITIZE_CFLAGS := -shared -fPIC -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread -fvisibility=hidden
-FFI_SANITIZE_TESTS := tests/test_ffi.py tests/test_ffi_agreement.py
-FFI_SANITIZE_RUN = OAMD_FFI_CYCLES=60 $(PY) -m pytest -q -p no:cacheprovider --capture=sys $(FFI_SANITIZE_TESTS)
+FFI_SANITIZE_TESTS ?= tests/test_ffi.py tests/test_ffi_agreement.py
+OAMD_FFI_STRESS_ROUNDS ?= 15
+FFI_SANITIZE_RUN = OAMD_FFI_CYCLES=60 OAMD_FFI_STRESS_ROUNDS=$(OAMD_FFI_STRESS_ROUNDS) $(PY) -m pytest -q -p no:cacheprovider --capture=sys $(FFI_SANITIZE_TESTS)
 ffi-sanitize: $(FFI_SOURCES) $(wildcard ffi/*.h) | $(STAMP)
 	@mkdir -p dist/ffi-asan dist/ffi-tsan
 	$(CC) $(FFI_SANITIZE_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
@@ -156,13 +157,15 @@ bench-model: $(STAMP)
 # and 20,000 over a Unix socket, checked by the oracle of tests/fuzz_oracle.py (a few minutes);
 # then 300 hostile recordings played by oamd replay (tests/fuzz_recordings.py, about two minutes),
 # then oamd models pull against $(OAMD_FUZZ_PULLS) hostile HTTP servers (tests/hostile_http.py,
-# about two minutes for 200).
+# about two minutes for 200), then the C ABI under threads, 8 threads x 150 rounds of hostile
+# lines and blocking calls, against the ASan/UBSan and TSan builds of liboamd_ffi.
 # FAULT_SERVER=1: "system" is a misbehaving OpenAI-compatible server, a quarter of the models.
 OAMD_FUZZ_PULLS ?= 200
 fuzz: $(STAMP)
 	$(PY) tests/fuzz_run.py $(if $(SEED),--seed $(SEED)) $(if $(FAULT_SERVER),--fault-server)
 	$(PY) tests/fuzz_recordings.py $(if $(SEED),--seed $(SEED))
 	$(PY) tests/hostile_http.py --cases $(OAMD_FUZZ_PULLS) $(if $(SEED),--seed $(SEED))
+	$(MAKE) --no-print-directory ffi-sanitize FFI_SANITIZE_TESTS="tests/test_ffi.py -k threads_mixing" OAMD_FFI_STRESS_ROUNDS=150
 
 # Opt-in: 32 clients of random traffic against one oamd serve for DURATION seconds (default 600),
 # with slow readers, flooders, hoarders, slow-loris writers, pre-auth hogs and disconnects
