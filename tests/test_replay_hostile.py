@@ -178,3 +178,17 @@ def test_a_file_larger_than_any_recording_is_refused_unread(tmp_path):
         file.truncate(MAX_RECORDING_FILE_BYTES + 1)  # sparse: no disk, but too large to read
     played = replay(path)
     assert played.returncode == 2 and "larger than" in played.stderr, played.stderr[-1500:]
+
+
+@pytest.mark.parametrize("params", [-1, "text", [1], None])
+def test_a_recorded_event_whose_params_are_not_an_object_is_a_difference_not_a_traceback(
+    recorded, tmp_path, params
+):
+    document = copy.deepcopy(recorded)
+    entry = next(e for e in document["lines"] if e["from"] == "daemon" and "line" in e)
+    entry["line"] = {"jsonrpc": "2.0", "method": "session/event", "params": params}
+    path = tmp_path / "odd-event.json"
+    path.write_bytes(orjson.dumps(document))
+    ran = replay(path)
+    assert "Traceback" not in ran.stderr, ran.stderr[-2000:]
+    assert ran.returncode == 1  # the daemon does not send that line again: a difference

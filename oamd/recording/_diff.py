@@ -45,7 +45,8 @@ def is_streamed(line: Any) -> bool:
     """A streamed-text event (one whose count depends on how fast the model wrote)."""
     if type(line) is not dict or line.get("method") not in STREAMED:
         return False
-    event = (line.get("params") or {}).get("event")
+    params = line.get("params")  # a recording is hostile input: params may be anything
+    event = params.get("event") if type(params) is dict else None
     return type(event) is dict and event.get("type") in STREAMED[line["method"]]
 
 
