@@ -196,7 +196,7 @@ eval: $(STAMP)
 LLAMA_PORT ?= 8080
 llama-server: $(STAMP)
 	$(PY) -m llama_cpp.server --host 127.0.0.1 --port $(LLAMA_PORT) --n_ctx 4096 \
-		--model "$$($(PY) -c 'from oamd.backends.llamacpp import packaged_model_path as p; print(p())')"
+		--model "$$($(PY) -c 'from oamd.backends.llamacpp.model import packaged_model_path as p; print(p())')"
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -152,7 +152,7 @@ def _scripted_maker(record: bool) -> ModelMaker:
     """Builds scripted models; they keep what they were shown only for ``test/modelRequests``."""
 
     def make(spec: dict[str, Any], path: str) -> LanguageModel:
-        from oamd.backends.scripted import ScriptedModel, parse_script  # loads with a session
+        from oamd.backends.scripted.model import ScriptedModel, parse_script  # loads with a session
 
         steps, fallback = parse_script(spec, path)
         return ScriptedModel(steps, fallback, record=record)

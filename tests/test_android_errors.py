@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from oamd.backends.base import ChatMessage
-from oamd.backends.mlkit import (
+from oamd.backends.android.mlkit import (
     CODE_NAMES,
     DEFAULT_RETRY_AFTER_SECONDS,
     availability_from_status,
     error_from_code,
     render_prompt,
 )
+from oamd.backends.base import ChatMessage
 
 EXPECTED = {
     9: "rate_limited", 27: "rate_limited", 28: "rate_limited", 30: "model_unavailable",

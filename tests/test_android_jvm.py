@@ -18,9 +18,9 @@ import pytest
 from android.jvm_support import fake, java_classes, jvm  # noqa: F401 (fixtures)
 from contract import validate_result
 
-from oamd.backends import jvm as jvm_module
+from oamd.backends.android import jvm as jvm_module
+from oamd.backends.android.mlkit import CODE_NAMES, MlKitModel
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling, TextDelta, Usage
-from oamd.backends.mlkit import CODE_NAMES, MlKitModel
 from oamd.errors import ModelError
 
 pytestmark = pytest.mark.anyio
@@ -247,9 +247,9 @@ async def test_a_failed_download_is_reported_then_started_again(jvm, fake):  # n
 GC_STRESS = """
 import gc, sys
 import anyio
-from oamd.backends.jvm import JvmRuntime
+from oamd.backends.android.jvm import JvmRuntime
 from oamd.backends.base import ChatMessage, GenerationRequest, TextDelta
-from oamd.backends.mlkit import MlKitModel
+from oamd.backends.android.mlkit import MlKitModel
 
 runtime = JvmRuntime.start([sys.argv[1]])
 fake = runtime.run_blocking(lambda: runtime.autoclass("org.oamd.host.FakeBackend")())
@@ -325,7 +325,7 @@ async def test_a_call_after_the_terminal_one_is_ignored_and_counted(jvm):  # noq
 
 GUARD_CASE = """
 import gc, sys, time
-from oamd.backends.jvm import JvmRuntime
+from oamd.backends.android.jvm import JvmRuntime
 
 runtime = JvmRuntime.start([sys.argv[1]])
 case, guarded = sys.argv[2], sys.argv[3] == "guarded"

@@ -14,8 +14,8 @@ import orjson
 import pytest
 from android.jvm_support import engine, java_classes, jvm, litert_backend  # noqa: F401 (fixtures)
 
+from oamd.backends.android.litert import LiteRtModel
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling, TextDelta
-from oamd.backends.litert import LiteRtModel
 from oamd.errors import ModelError
 
 pytestmark = pytest.mark.anyio

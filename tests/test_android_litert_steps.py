@@ -14,7 +14,7 @@ from android.jvm_support import engine, java_classes, jvm, litert_backend  # noq
 from conftest import memory_daemon
 
 from oamd.app import default_config
-from oamd.backends.litert import LiteRtModel
+from oamd.backends.android.litert import LiteRtModel
 
 pytestmark = pytest.mark.anyio
 

@@ -20,8 +20,8 @@ from conftest import memory_daemon
 from contract import validate_result
 
 from oamd.app import default_config
-from oamd.backends.jvm import DownloadProgress
-from oamd.backends.mlkit import MlKitModel
+from oamd.backends.android.jvm import DownloadProgress
+from oamd.backends.android.mlkit import MlKitModel
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = ROOT / "android_host"

@@ -12,7 +12,7 @@ from android.jvm_support import fake, java_classes, jvm, litert_backend  # noqa:
 from conftest import memory_daemon
 
 from oamd.app import default_config
-from oamd.backends.mlkit import MlKitModel
+from oamd.backends.android.mlkit import MlKitModel
 
 pytestmark = pytest.mark.anyio
 
@@ -87,7 +87,7 @@ async def test_an_npc_turn_runs_on_litert_with_one_live_conversation_at_a_time(
     append-only steps, so each step after the first sends only the model's reply and one new
     user message (the tool result, the next task): the turn's three steps run on one
     conversation, each later step prefilling only its new message."""
-    from oamd.backends.litert import LiteRtModel
+    from oamd.backends.android.litert import LiteRtModel
 
     engine = jvm.autoclass("com.google.ai.edge.litertlm.FakeLiteRtLm")
     jvm.run_blocking(engine.reset)

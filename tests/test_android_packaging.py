@@ -171,7 +171,7 @@ def traced_distributions() -> set[str]:
         "    tops = {m.split('.')[0] for m in list(sys.modules)}\n"
         "    sys.stderr.write('MODULES ' + json.dumps(sorted(tops)) + '\\n')\n"
         "atexit.register(dump)\n"
-        "import oamd.app, oamd.serve, oamd.backends.jvm, oamd.backends.litert, oamd.backends.mlkit\n"
+        "import oamd.app, oamd.serve, oamd.backends.android.jvm, oamd.backends.android.litert, oamd.backends.android.mlkit\n"
         "from oamd.log import get_logger\n"
         "from oamd.cli import main\n"
         "get_logger('oamd.serve').debug('traced')\n"
@@ -284,7 +284,9 @@ def test_the_hook_copies_oamd_into_the_app_without_the_typed_client(hook, tmp_pa
     (tmp_path / "oamd").mkdir()
     (tmp_path / "oamd" / "stale.py").write_text("")
     copied = hook.copy_oamd(tmp_path)
-    assert (copied / "app.py").is_file() and (copied / "backends" / "litert.py").is_file()
+    assert (copied / "app.py").is_file() and (
+        copied / "backends" / "android" / "litert.py"
+    ).is_file()
     assert not (copied / "client").exists() and not (copied / "stale.py").exists()
     assert not list(copied.rglob("__pycache__"))
 

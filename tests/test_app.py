@@ -27,7 +27,7 @@ HEAVY = (
     "oamd.agent.schema",
     "oamd.agent.run_turn",
     "oamd.game.npc",
-    "oamd.backends.scripted",
+    "oamd.backends.scripted.model",
     "oamd.serve",
     "oamd.recording",
     "structlog",

@@ -30,7 +30,7 @@ from oamd.backends.base import (
     TextDelta,
     Usage,
 )
-from oamd.backends.llamacpp import LlamaCppModel
+from oamd.backends.llamacpp.model import LlamaCppModel
 from oamd.backends.spec import model_from_spec
 from oamd.client import connect_stdio
 from oamd.errors import ModelError

@@ -15,17 +15,17 @@ import orjson
 import pytest
 from backends import fake_http
 from conftest import memory_daemon
-
-from oamd.app import default_config
-from oamd.backends import openai as openai_backend
-from oamd.backends._openai_wire import (
+from oamd.backends.openai.model.wire import (
     DECIDE_MAX_TOKENS,
     REPLY_MAX_TOKENS,
     STRUCTURED_MAX_TOKENS,
     TOOL_ARGUMENTS_MAX_TOKENS,
 )
+
+from oamd.app import default_config
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
-from oamd.backends.openai import OpenAIModel
+from oamd.backends.openai.model import OpenAIModel
+from oamd.backends.openai.model import model as openai_backend
 from oamd.backends.spec import model_from_spec
 from oamd.client import Client, RpcError
 

@@ -26,7 +26,7 @@ from oamd.backends.base import (
     TextDelta,
     estimate_tokens,
 )
-from oamd.backends.scripted import ScriptedModel, parse_script
+from oamd.backends.scripted.model import ScriptedModel, parse_script
 from oamd.errors import ModelError
 from oamd.methods.parse.tools import parse_tools
 

@@ -16,11 +16,11 @@ ALLOWED = {
     "transport": {"transport", "limits", "errors", "log", "jsonvalue"},
     "rpc": {"rpc", "transport", "limits", "errors", "log", "jsonvalue"},
     "backends": {"backends", "limits", "errors", "log", "jsonvalue"},
-    # backends.turn_snapshot: the turn a step belongs to, which scripted templates read
+    # backends.scripted.turn_snapshot: the turn a step belongs to, which scripted templates read
     "agent": {
         "agent",
         "backends.base",
-        "backends.turn_snapshot",
+        "backends.scripted.turn_snapshot",
         "limits",
         "errors",
         "log",
@@ -54,8 +54,8 @@ ALLOWED = {
         "agent.models",
         "backends.base",
         "backends.delegating",
-        "backends.scripted",
-        "backends._script_grammar",
+        "backends.scripted.model",
+        "backends.scripted.grammar",
         "methods.state",
         "limits",
         "errors",

@@ -15,11 +15,11 @@ import orjson
 import pytest
 from backends.llama_server import missing_reason
 from model_server import small_gguf
+from oamd.backends.llamacpp.model.fast_form import fast_form
+from oamd.backends.llamacpp.model.gguf_header import gguf_file_type
+from oamd.backends.llamacpp.model.packaged_model import packaged_model_path
 
-from oamd.backends import _llama_fast_form
-from oamd.backends._gguf_header import gguf_file_type
-from oamd.backends._llama_fast_form import fast_form
-from oamd.backends._packaged_model import packaged_model_path
+from oamd.backends.llamacpp.model import fast_form as _llama_fast_form
 
 LLAMA = pytest.mark.skipif(
     missing_reason(server=False) is not None, reason=str(missing_reason(server=False))

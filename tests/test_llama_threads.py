@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from oamd.backends.llamacpp.model.threads import ThreadPolicy
 
-from oamd.backends import _llama_threads
-from oamd.backends._llama_threads import ThreadPolicy
+from oamd.backends.llamacpp.model import threads as _llama_threads
 
 
 class Machine:

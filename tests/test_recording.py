@@ -21,7 +21,7 @@ from recording_support import (
     said,
 )
 
-from oamd.backends.scripted import ScriptedModel, parse_script
+from oamd.backends.scripted.model import ScriptedModel, parse_script
 from oamd.recording import RecordingError, play, read_recording
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ from backends.llama_server import missing_reason
 from recording_support import only_recording, recorded_daemon
 
 from evals.scenarios import CHECK_MENU
-from oamd.backends.llamacpp import LlamaCppModel
+from oamd.backends.llamacpp.model import LlamaCppModel
 from oamd.recording import play
 
 pytestmark = [

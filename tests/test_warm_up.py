@@ -12,7 +12,7 @@ from conftest import memory_daemon
 
 from oamd.app import default_config
 from oamd.backends.base import ChatMessage
-from oamd.backends.scripted import ScriptedModel, parse_script
+from oamd.backends.scripted.model import ScriptedModel, parse_script
 
 pytestmark = pytest.mark.anyio
 

@@ -27,9 +27,9 @@ from pathlib import Path
 import anyio
 
 from oamd.app import default_config
-from oamd.backends.jvm import JvmRuntime
-from oamd.backends.litert import LiteRtModel
-from oamd.backends.mlkit import MlKitModel
+from oamd.backends.android.jvm import JvmRuntime
+from oamd.backends.android.litert import LiteRtModel
+from oamd.backends.android.mlkit import MlKitModel
 from oamd.serve import ServeOptions, serve
 
 DEFAULT_BACKEND = "litert"

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from oamd.backends._model_location import Resolver
 from oamd.backends.base import LanguageModel, UnconfiguredModel
-from oamd.backends.llamacpp import Derived, LlamaCppModel
-from oamd.backends.openai import OpenAIModel
+from oamd.backends.llamacpp.model import Derived, LlamaCppModel
+from oamd.backends.openai.model import OpenAIModel
 
 __all__ = ["SPEC_FORMS", "model_from_spec"]
 

@@ -3,7 +3,7 @@
 ``test/sleep {ms}`` → ``{"slept": ms}`` after sleeping (deferred work for ordering tests).
 ``test/modelRequests {session}`` → ``{"requests": [...]}``: what a session's scripted model was
 shown, step by step (messages, offered tools, tool mode, schema, kind, and the turn it belonged
-to: ``backends.turn_snapshot``), to assert on prompts.
+to: ``backends.scripted.turn_snapshot``), to assert on prompts.
 """
 
 from __future__ import annotations

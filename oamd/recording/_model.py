@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from oamd.backends._script_grammar import MAX_DELAY_MS
 from oamd.backends.base import (
     Availability,
     GenerationEvent,
@@ -30,6 +29,7 @@ from oamd.backends.base import (
     Usage,
 )
 from oamd.backends.delegating import DelegatingModel
+from oamd.backends.scripted.model.grammar import MAX_DELAY_MS
 from oamd.errors import ModelError
 from oamd.limits import MAX_SCRIPT_CHUNKS
 from oamd.recording._digest import request_digest, scoring_digest, text_digest

@@ -29,7 +29,7 @@ from oamd.backends.base import (
     Scores,
     estimate_tokens,
 )
-from oamd.backends.scripted import ScriptedModel, parse_script
+from oamd.backends.scripted.model import ScriptedModel, parse_script
 from oamd.errors import InvalidParams, ModelError
 from oamd.recording._digest import request_digest, scoring_digest, text_digest
 from oamd.recording._format import EXHAUSTED, RecordingError

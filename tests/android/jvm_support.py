@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from oamd.backends.jvm import JvmRuntime, JvmUnavailable, jnius_available
+from oamd.backends.android.jvm import JvmRuntime, JvmUnavailable, jnius_available
 
 JAVA_SOURCES = Path(__file__).resolve().parents[2] / "android_host" / "java"
 """The pure-Java contract and the fake (``org.oamd.host``)."""

@@ -15,8 +15,7 @@ import re
 from dataclasses import replace
 
 import orjson
-
-from oamd.backends._openai_wire import WireOptions
+from oamd.backends.openai.model.wire import WireOptions
 
 __all__ = ["MAX_LEARNT_PER_STEP", "learn_refusal"]
 

@@ -3,11 +3,11 @@
 
 Owns the HTTP exchange (one ``httpx.AsyncClient`` per model, at most ``max_in_flight`` chat
 completions at once, the rest waiting first come first served), the server's capabilities and the
-mapping of network failures; the connections live in ``oamd.backends._openai_pool``, request
-bodies and response decoding in ``oamd.backends._openai_wire``, the HTTP error table in
-``oamd.backends._openai_errors``, the bounded reading of response bodies and event streams in
-``oamd.backends._openai_body``, what a server refuses by name in
-``oamd.backends._openai_refusals``, the spec's options in ``oamd.backends._openai_spec``.
+mapping of network failures; the connections live in ``oamd.backends.openai.model.pool``, request
+bodies and response decoding in ``oamd.backends.openai.model.wire``, the HTTP error table in
+``oamd.backends.openai.model.errors``, the bounded reading of response bodies and event streams in
+``oamd.backends.openai.model.body``, what a server refuses by name in
+``oamd.backends.openai.model.refusals``, the spec's options in ``oamd.backends.openai.model.spec``.
 Guarantees: a cancelled or abandoned step closes its request (the server sees the connection
 drop and stops generating); every failure is a ``ModelError``; a step's text is an answer only
 once the server gave a ``finish_reason``; a server that cuts a running stream short for the next
@@ -39,19 +39,19 @@ from urllib.parse import urlsplit
 import anyio
 import httpx
 import orjson
-
-from oamd.backends._openai_body import (
+from oamd.backends.openai.model.body import (
     Deadline,
     decode_json,
     read_capped,
     read_whole,
     sse_payloads,
 )
-from oamd.backends._openai_errors import error_from_response
-from oamd.backends._openai_pool import ServerConnections
-from oamd.backends._openai_refusals import MAX_LEARNT_PER_STEP, learn_refusal
-from oamd.backends._openai_spec import api_key, parse_options
-from oamd.backends._openai_wire import JsonMode, StreamDecoder, WireOptions, chat_body
+from oamd.backends.openai.model.errors import error_from_response
+from oamd.backends.openai.model.pool import ServerConnections
+from oamd.backends.openai.model.refusals import MAX_LEARNT_PER_STEP, learn_refusal
+from oamd.backends.openai.model.spec import api_key, parse_options
+from oamd.backends.openai.model.wire import JsonMode, StreamDecoder, WireOptions, chat_body
+
 from oamd.backends.base import (
     Availability,
     GenerationEvent,
@@ -65,7 +65,7 @@ from oamd.log import get_logger
 
 __all__ = ["OpenAIModel", "ServerProfile"]
 
-log = get_logger("oamd.backends.openai")
+log = get_logger("oamd.backends.openai.model")
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 """Time to open a connection; past it a step fails ``generation_failed`` (a probe: unavailable)."""
@@ -469,7 +469,7 @@ class OpenAIModel(LanguageModel):
     ) -> AsyncIterator[GenerationEvent]:
         """One ``POST /chat/completions``: the events of its chunks as they arrive. A request
         member the server refuses by name is left out and the request sent again (at most
-        ``MAX_LEARNT_PER_STEP`` times; ``oamd.backends._openai_refusals``)."""
+        ``MAX_LEARNT_PER_STEP`` times; ``oamd.backends.openai.model.refusals``)."""
         for attempt in range(MAX_LEARNT_PER_STEP + 1):
             body = orjson.dumps(chat_body(request, self._wire, stream=stream))
             async with self._client.stream(

@@ -2,7 +2,7 @@
 hundreds of steps at once (a game voicing hundreds of NPCs against vLLM or a llama.cpp server
 farm) cost each request the bookkeeping of one connection, not of hundreds.
 
-``oamd.backends.openai`` owns the exchange and admits at most its ``max_in_flight`` chat
+``oamd.backends.openai.model`` owns the exchange and admits at most its ``max_in_flight`` chat
 completions at once, first come first served; this module is the transport under its
 ``httpx.AsyncClient``, opened for that many requests and the probe. Guarantees: while no more
 requests run than the capacity, none waits inside httpcore; a request takes the connection freed

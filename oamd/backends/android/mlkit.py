@@ -2,8 +2,8 @@
 
 Owns the request shape sent to Java (one prompt plus an options JSON) and the watchdog; the error
 table and the availability mapping (ML Kit's ``GenAiException`` codes mapped exactly as
-open-android-models maps them) are ``oamd.backends._genai_codes``'s, the prompt rendering
-``oamd.backends._jvm_prompt``'s. Leaves the JVM thread and callback lifetimes to ``oamd.backends.jvm``
+open-android-models maps them) are ``oamd.backends.android.genai_codes``'s, the prompt rendering
+``oamd.backends.android.jvm_prompt``'s. Leaves the JVM thread and callback lifetimes to ``oamd.backends.android.jvm``
 and the tool loop to the agent's envelope loop (``native_tools=False``: the Prompt API has no
 tools, roles or chat), and a ``downloadable`` model's download: the first availability check that
 finds it starts it (once), later checks report its bytes. Guarantees: every failure is a
@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 import orjson
 
-from oamd.backends._genai_codes import (
+from oamd.backends.android.genai_codes import (
     BACKGROUND_USE_BLOCKED,
     CODE_NAMES,
     DEFAULT_RETRY_AFTER_SECONDS,
@@ -34,7 +34,8 @@ from oamd.backends._genai_codes import (
     error_from_code,
     progress_text,
 )
-from oamd.backends._jvm_prompt import render_prompt
+from oamd.backends.android.jvm import Chunk, Done, DownloadProgress, Failed, JvmRuntime
+from oamd.backends.android.jvm_prompt import render_prompt
 from oamd.backends.base import (
     Availability,
     GenerationEvent,
@@ -45,7 +46,6 @@ from oamd.backends.base import (
     Usage,
     estimate_tokens,
 )
-from oamd.backends.jvm import Chunk, Done, DownloadProgress, Failed, JvmRuntime
 from oamd.errors import ModelError
 from oamd.jsonvalue import dumps_text
 

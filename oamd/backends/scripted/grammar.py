@@ -1,7 +1,7 @@
 """The scripted model's grammar (``protocol/SCRIPTED.md``): a ``model`` object read into steps.
 
 Owns every member a script may hold and the ``-32602`` message naming a malformed one
-(``model.steps[1].delayMs``); ``oamd.backends.scripted`` plays what this module reads. Steps:
+(``model.steps[1].delayMs``); ``oamd.backends.scripted.model`` plays what this module reads. Steps:
 ``text``/``raw`` (+ ``chunks``), ``toolCalls``, ``json``, ``template``, ``error`` (+ ``message``,
 ``retryAfterSeconds``) and ``scores`` (+ ``tokens``), the answer of a likelihood choice; any step
 may add ``delayMs`` and ``usage``. The model object may add ``style``, ``constrained`` and

@@ -4,7 +4,7 @@ callbacks reach the event loop thread-safely.
 Owns the pyjnius import (class path set before the VM starts), the single ``oamd-jvm`` worker
 thread, and the registry that keeps each Python callback object alive until its terminal call
 (a Java-held proxy whose Python object is collected crashes the VM). Leaves prompts, options and
-the error table to ``oamd.backends.mlkit``. Guarantees: no pyjnius call runs on the event loop
+the error table to ``oamd.backends.android.mlkit``. Guarantees: no pyjnius call runs on the event loop
 or on two threads at once (Android's ``FindClass`` and pyjnius#287 need one thread); a callback
 object is reachable from the registry from before ``generate`` is called until its ``onDone`` /
 ``onError`` returns, and an exception inside a callback is logged, never lost silently.
@@ -42,7 +42,7 @@ __all__ = [
     "jnius_available",
 ]
 
-_log = logging.getLogger("oamd.backends.jvm")
+_log = logging.getLogger("oamd.backends.android.jvm")
 
 T = TypeVar("T")
 

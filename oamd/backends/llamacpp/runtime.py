@@ -1,7 +1,7 @@
 """The blocking side of the embedded llama.cpp backend: one loaded model and what runs on it.
 
 Every function here blocks (loading, tokenizing, compiling grammars, decoding a token) and must
-run in a worker thread, one call at a time; ``oamd.backends.llamacpp`` guarantees both with its
+run in a worker thread, one call at a time; ``oamd.backends.llamacpp.model`` guarantees both with its
 ``CapacityLimiter(1)``. Imports ``llama_cpp`` only when a model is loaded, so the daemon runs
 without the ``local`` extra. The KV cache is llama.cpp's own: ``Llama.generate`` keeps the last
 sequence and re-evaluates only past the longest common prefix, which is why the agent's
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from oamd.backends.llamacpp.model.scoring import Scorer, parallel_context, shared_length
+from oamd.backends.llamacpp.model.threads import ThreadPolicy
 
-from oamd.backends._llama_scoring import Scorer, parallel_context, shared_length
-from oamd.backends._llama_threads import ThreadPolicy
 from oamd.backends.base import ChatMessage, Sampling, ScoredText
 from oamd.jsonvalue import dumps_text
 

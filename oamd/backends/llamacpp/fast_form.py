@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from oamd.backends.llamacpp.model.gguf_header import FILE_TYPE_NAMES, gguf_file_type
 
-from oamd.backends._gguf_header import FILE_TYPE_NAMES, gguf_file_type
 from oamd.log import get_logger
 
 __all__ = ["REQUANTIZE_FROM", "FastForm", "fast_form"]
@@ -54,7 +54,7 @@ PROBE_TEXT = (
 )
 VERDICT_VERSION = 1
 
-log = get_logger("oamd.backends.llamacpp")
+log = get_logger("oamd.backends.llamacpp.model")
 
 
 class FastForm:

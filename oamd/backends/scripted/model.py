@@ -22,7 +22,7 @@ skipped. ``raw`` and ``error`` steps are used up by whichever model call meets t
 next step too: a ``scores`` step answers it, an ``error`` step fails it, any other step fails it
 ``generation_failed`` naming the step, as ``generate`` does when it meets a ``scores`` step. A
 step's ``usage`` replaces the chars/4 estimate, so a recording's counts play back exactly. The
-grammar itself is ``oamd.backends._script_grammar``'s.
+grammar itself is ``oamd.backends.scripted.model.grammar``'s.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 
 import anyio
 from anyio.lowlevel import checkpoint
+from oamd.backends.scripted.model.grammar import FALLBACK, Script, ScriptStep, parse_script
+from oamd.backends.scripted.model.turn_snapshot import CURRENT_TURN, TurnSnapshot
 
-from oamd.backends._script_grammar import FALLBACK, Script, ScriptStep, parse_script
 from oamd.backends.base import (
     Availability,
     GenerationEvent,
@@ -48,7 +49,6 @@ from oamd.backends.base import (
     Usage,
     estimate_tokens,
 )
-from oamd.backends.turn_snapshot import CURRENT_TURN, TurnSnapshot
 from oamd.errors import ModelError
 from oamd.jsonvalue import dumps_text
 
@@ -138,7 +138,7 @@ class ScriptedModel(LanguageModel):
     requests: list[GenerationRequest] = field(default_factory=list)
     """Every request received while ``record`` is on, for tests that assert on prompts."""
     turns: list[TurnSnapshot | None] = field(default_factory=list)
-    """The turn each of ``requests`` belonged to (``backends.turn_snapshot``)."""
+    """The turn each of ``requests`` belonged to (``backends.scripted.turn_snapshot``)."""
     scored: list[list[ScoredText]] = field(default_factory=list)
     """Every likelihood choice's candidates while ``record`` is on."""
     style: str = "native"

@@ -1,11 +1,11 @@
 """LiteRT-LM (``org.oamd.host.LiteRtBackend``) as a text-only model, through the same JVM seam
 and error table as ML Kit.
 
-Owns only what differs from ``oamd.backends.mlkit``: the name, how messages name the model, the
+Owns only what differs from ``oamd.backends.android.mlkit``: the name, how messages name the model, the
 default watchdog (LiteRT-LM's ``sendMessageAsync`` callback has been seen never to complete, so
 the Java side has its own watchdog too) and how a request reaches the engine: as chat turns of
 one LiteRT-LM ``Conversation``, which is continued when the request only adds a user turn to what
-it has seen (``oamd.backends._litert_conversation``), so a step does not prefill the history
+it has seen (``oamd.backends.android.litert_conversation``), so a step does not prefill the history
 again. The Java backend maps LiteRT-LM's exceptions onto the shared codes of
 ``org.oamd.host.ErrorCodes``. Native tool calling through LiteRT-LM's ``Conversation`` tools is
 not wired yet, so the envelope loop drives it (``native_tools=False``), asked to lay each step of
@@ -19,14 +19,14 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from oamd.backends._jvm_prompt import render_prompt
-from oamd.backends._litert_conversation import (
+from oamd.backends.android.jvm_prompt import render_prompt
+from oamd.backends.android.litert_conversation import (
     ConversationPlan,
     ConversationReuse,
     conversation_turns,
 )
+from oamd.backends.android.mlkit import MlKitModel, Settler, Starter
 from oamd.backends.base import GenerationRequest
-from oamd.backends.mlkit import MlKitModel, Settler, Starter
 
 __all__ = ["LITERT_WATCHDOG_SECONDS", "LiteRtModel"]
 

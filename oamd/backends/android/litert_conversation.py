@@ -17,7 +17,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from oamd.backends._jvm_prompt import system_instruction, tool_result_text
+from oamd.backends.android.jvm_prompt import system_instruction, tool_result_text
 from oamd.backends.base import ChatMessage
 from oamd.jsonvalue import dumps_text
 

@@ -1,0 +1,1 @@
+"""The embedded llama.cpp backend (llama-cpp-python): the model, its runtime and likelihood scoring, thread choice, the opt-in fast form of a model file, its GGUF header reader and the packaged default model."""
