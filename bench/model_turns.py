@@ -15,7 +15,7 @@ top of a cached prefix of the same length and decoding as many tokens as the ste
 The share of sane NPC lines (``evals/sanity.py``) is printed too.
 
 The daemon may load a faster copy of the file (a Q4_0 copy of a Q4_1 file,
-``oamd.backends.llamacpp.model.fast_form``); the floor then runs that copy. ``--busy-cores N`` keeps N
+``oamd.backends.llamacpp.fast_form``); the floor then runs that copy. ``--busy-cores N`` keeps N
 cores busy all along, as a game's own threads do: with one busy, compare against ``--threads 1``.
 
     .venv/bin/python bench/model_turns.py [--model llamacpp[:path.gguf]] [--busy-cores N] [--json]

@@ -18,13 +18,6 @@ import pytest
 from backends import fake_http
 from backends.llama_server import LlamaServer, missing_reason, running_server
 from conftest import OAMD, contract_checker, memory_daemon
-from oamd.backends.openai.model.body import (
-    MAX_EVENT_DATA_CHARS,
-    MAX_EVENT_LINE_CHARS,
-    MAX_RESPONSE_BYTES,
-)
-from oamd.backends.openai.model.errors import retry_after_seconds
-from oamd.backends.openai.model.wire import MAX_STEP_TOOL_CALL_CHARS, MAX_STEP_TOOL_CALLS
 
 from oamd.app import default_config
 from oamd.backends.base import (
@@ -36,7 +29,14 @@ from oamd.backends.base import (
     ToolSpec,
     Usage,
 )
+from oamd.backends.openai.body import (
+    MAX_EVENT_DATA_CHARS,
+    MAX_EVENT_LINE_CHARS,
+    MAX_RESPONSE_BYTES,
+)
+from oamd.backends.openai.errors import retry_after_seconds
 from oamd.backends.openai.model import OpenAIModel
+from oamd.backends.openai.wire import MAX_STEP_TOOL_CALL_CHARS, MAX_STEP_TOOL_CALLS
 from oamd.backends.spec import model_from_spec
 from oamd.client import Recorder, RpcError, connect_stdio
 from oamd.errors import ModelError

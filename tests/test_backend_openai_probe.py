@@ -15,17 +15,17 @@ import orjson
 import pytest
 from backends import fake_http
 from conftest import memory_daemon
-from oamd.backends.openai.model.wire import (
+
+from oamd.app import default_config
+from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
+from oamd.backends.openai import model as openai_backend
+from oamd.backends.openai.model import OpenAIModel
+from oamd.backends.openai.wire import (
     DECIDE_MAX_TOKENS,
     REPLY_MAX_TOKENS,
     STRUCTURED_MAX_TOKENS,
     TOOL_ARGUMENTS_MAX_TOKENS,
 )
-
-from oamd.app import default_config
-from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
-from oamd.backends.openai.model import OpenAIModel
-from oamd.backends.openai.model import model as openai_backend
 from oamd.backends.spec import model_from_spec
 from oamd.client import Client, RpcError
 

@@ -11,12 +11,12 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from oamd.backends.openai.model.refusals import learn_refusal
-from oamd.backends.openai.model.wire import WireOptions
 from test_backend_openai import ask, collect, mocked, models_list, step_error, text_of
 
 from oamd.backends.base import Sampling
 from oamd.backends.openai.model import MAX_MODELS_BYTES, OpenAIModel
+from oamd.backends.openai.refusals import learn_refusal
+from oamd.backends.openai.wire import WireOptions
 
 pytestmark = pytest.mark.anyio
 

@@ -143,7 +143,7 @@ def test_the_corpus_passes_through_the_executable_over_a_unix_socket(exe, bare) 
 
 def test_a_frozen_build_takes_the_model_from_its_bundle(tmp_path, monkeypatch) -> None:
     # What `--model llamacpp` in dist/oamd-llama/ relies on (the spec puts the GGUF there).
-    from oamd.backends.llamacpp.model.packaged_model import BUNDLED_MODEL_DIR, packaged_model_path
+    from oamd.backends.llamacpp.packaged_model import BUNDLED_MODEL_DIR, packaged_model_path
 
     bundled = tmp_path / BUNDLED_MODEL_DIR / "Bundled.gguf"
     bundled.parent.mkdir()

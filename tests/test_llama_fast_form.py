@@ -15,11 +15,11 @@ import orjson
 import pytest
 from backends.llama_server import missing_reason
 from model_server import small_gguf
-from oamd.backends.llamacpp.model.fast_form import fast_form
-from oamd.backends.llamacpp.model.gguf_header import gguf_file_type
-from oamd.backends.llamacpp.model.packaged_model import packaged_model_path
 
-from oamd.backends.llamacpp.model import fast_form as _llama_fast_form
+from oamd.backends.llamacpp import fast_form as _llama_fast_form
+from oamd.backends.llamacpp.fast_form import fast_form
+from oamd.backends.llamacpp.gguf_header import gguf_file_type
+from oamd.backends.llamacpp.packaged_model import packaged_model_path
 
 LLAMA = pytest.mark.skipif(
     missing_reason(server=False) is not None, reason=str(missing_reason(server=False))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from oamd.backends.llamacpp.model.threads import ThreadPolicy
 
-from oamd.backends.llamacpp.model import threads as _llama_threads
+from oamd.backends.llamacpp import threads as _llama_threads
+from oamd.backends.llamacpp.threads import ThreadPolicy
 
 
 class Machine:

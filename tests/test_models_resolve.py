@@ -18,8 +18,8 @@ import orjson
 import pytest
 from backends.llama_server import missing_reason
 from model_server import Route, serving, sha256
-from oamd.backends.llamacpp.model.packaged_model import packaged_model_path
 
+from oamd.backends.llamacpp.packaged_model import packaged_model_path
 from oamd.client import connect_stdio
 from oamd.models.resolve import locator
 from oamd.models.store import Store, check_name, name_from_url, store_folder

@@ -10,10 +10,10 @@ from backends import fake_http
 from conftest import memory_daemon
 from hypothesis import given
 from hypothesis import strategies as st
-from oamd.backends.llamacpp.model.runtime import NO_THINKING
 
 from oamd.app import default_config
 from oamd.backends._reasoning import ReasoningFilter
+from oamd.backends.llamacpp.runtime import NO_THINKING
 from oamd.backends.spec import model_from_spec
 
 

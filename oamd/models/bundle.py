@@ -1,7 +1,7 @@
 """The model ``make dist-llama MODEL=…`` puts in the self-contained executable
 (``packaging/pyinstaller/oamd.spec --llama --model …``): the packaged SmolLM2 by default, else a
 model pulled into the store (by name) or any GGUF file (by path). The executable's ``--model
-llamacpp`` then loads it, as it loads SmolLM2 otherwise (``oamd.backends.llamacpp.model.packaged_model``).
+llamacpp`` then loads it, as it loads SmolLM2 otherwise (``oamd.backends.llamacpp.packaged_model``).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from oamd.backends.base import (
     Usage,
 )
 from oamd.backends.delegating import DelegatingModel
-from oamd.backends.scripted.model.grammar import MAX_DELAY_MS
+from oamd.backends.scripted.grammar import MAX_DELAY_MS
 from oamd.errors import ModelError
 from oamd.limits import MAX_SCRIPT_CHUNKS
 from oamd.recording._digest import request_digest, scoring_digest, text_digest

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oamd.backends.llamacpp.model.packaged_model import packaged_model_path
+from oamd.backends.llamacpp.packaged_model import packaged_model_path
 
 __all__ = ["LlamaServer", "missing_reason", "running_server"]
 

@@ -75,7 +75,7 @@ from oamd.backends.base import (
     LanguageModel,
     Sampling,
 )
-from oamd.backends.scripted.model.turn_snapshot import TurnSnapshot, showing
+from oamd.backends.scripted.turn_snapshot import TurnSnapshot, showing
 from oamd.errors import InvalidRequest, ModelError
 from oamd.jsonvalue import dumps_text
 

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from oamd.backends.llamacpp.model.gguf_header import FILE_TYPE_NAMES, gguf_file_type
 
+from oamd.backends.llamacpp.gguf_header import FILE_TYPE_NAMES, gguf_file_type
 from oamd.log import get_logger
 
 __all__ = ["REQUANTIZE_FROM", "FastForm", "fast_form"]

@@ -3,7 +3,7 @@
 is looked up through ``oamd.backends._model_location``).
 
 Owns the model's lifecycle (loaded on first use, closed by ``aclose``) and the hand-off between
-the event loop and llama.cpp; the blocking work itself is ``oamd.backends.llamacpp.model.runtime``.
+the event loop and llama.cpp; the blocking work itself is ``oamd.backends.llamacpp.runtime``.
 Guarantees:
 
 - nothing blocking runs on the event loop: loading, tokenizing, grammar compilation and every
@@ -36,14 +36,6 @@ from urllib.parse import parse_qsl
 
 import anyio
 import anyio.to_thread
-from oamd.backends.llamacpp.model.fast_form import fast_form
-from oamd.backends.llamacpp.model.packaged_model import (
-    PACKAGED_MODEL_INSTALL,
-    PACKAGED_MODEL_MODULE,
-    packaged_model_path,
-)
-from oamd.backends.llamacpp.model.runtime import LlamaRuntime, llama_cpp_version
-from oamd.backends.llamacpp.model.threads import ThreadPolicy
 
 from oamd.backends._model_location import (
     Locator,
@@ -66,6 +58,14 @@ from oamd.backends.base import (
     Usage,
     estimate_tokens,
 )
+from oamd.backends.llamacpp.fast_form import fast_form
+from oamd.backends.llamacpp.packaged_model import (
+    PACKAGED_MODEL_INSTALL,
+    PACKAGED_MODEL_MODULE,
+    packaged_model_path,
+)
+from oamd.backends.llamacpp.runtime import LlamaRuntime, llama_cpp_version
+from oamd.backends.llamacpp.threads import ThreadPolicy
 from oamd.errors import ModelError
 from oamd.log import debug_enabled, get_logger
 
@@ -189,14 +189,14 @@ class LlamaCppModel(LanguageModel):
         """``path`` ``None`` means the packaged SmolLM2, unless ``locate`` finds the file of a
         named model (asked again at each check until the model loads); ``threads`` ``None``
         means the cores other processes leave free, picked before each step
-        (``oamd.backends.llamacpp.model.threads``:
+        (``oamd.backends.llamacpp.threads``:
         llama.cpp's threads wait on each other, so one stalled by a busy core stalls them all);
         ``ram_cache_bytes`` > 0 also keeps whole KV states in RAM (llama-cpp-python's
         ``LlamaRAMCache``), which helps when several sessions interleave; ``prompts`` forces the
         compact or the full prompt layout (``None``: by the model's size, once loaded);
         ``choices`` ``generation`` turns likelihood scoring off; ``requantize`` ``q8_0`` or
         ``q4_0`` loads a copy of a Q4_1/Q5 file in that type, made once in the folder ``derived``
-        names and kept when it measures faster (``oamd.backends.llamacpp.model.fast_form``: faster, but
+        names and kept when it measures faster (``oamd.backends.llamacpp.fast_form``: faster, but
         scored lower on ``make eval``, hence not the default ``off``)."""
         self.path = Path(path) if path else None
         self._locate = locate

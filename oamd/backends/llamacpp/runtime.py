@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from oamd.backends.llamacpp.model.scoring import Scorer, parallel_context, shared_length
-from oamd.backends.llamacpp.model.threads import ThreadPolicy
 
 from oamd.backends.base import ChatMessage, Sampling, ScoredText
+from oamd.backends.llamacpp.scoring import Scorer, parallel_context, shared_length
+from oamd.backends.llamacpp.threads import ThreadPolicy
 from oamd.jsonvalue import dumps_text
 
 __all__ = [

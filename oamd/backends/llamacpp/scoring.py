@@ -1,6 +1,6 @@
 """Scoring texts on the embedded model: the log-probability of each candidate's scored tokens.
 
-Blocking, like everything on a loaded model (``oamd.backends.llamacpp.model.runtime`` calls it in its
+Blocking, like everything on a loaded model (``oamd.backends.llamacpp.runtime`` calls it in its
 worker thread). Candidates share a beginning (the conversation); it is evaluated once, in sequence
 0 of the KV cache, past what the cache already holds. Then every candidate's own tokens are
 decoded together in one batch, each in a sequence of its own that starts as a copy of sequence 0

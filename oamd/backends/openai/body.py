@@ -2,7 +2,7 @@
 an error body, and the payloads of a server-sent event stream.
 
 ``oamd.backends.openai.model`` owns the exchange and calls these; what the payloads mean is
-``oamd.backends.openai.model.wire``'s. Guarantees: nothing here holds more than its limit of a
+``oamd.backends.openai.wire``'s. Guarantees: nothing here holds more than its limit of a
 response (a misbehaving server cannot fill memory), nor reads past the step's ``Deadline`` (a
 server that keeps sending — keep-alive comments, tokens past ``max_tokens`` — cannot hold a turn
 for ever; a silent one is the read timeout's), lines end only where the SSE format says (CR, LF,

@@ -2,7 +2,7 @@
 project's table: an error body's ``code``/``type`` first (``context_length_exceeded`` →
 ``context_size_exceeded`` …), then the HTTP status (429 → ``rate_limited`` with ``Retry-After``,
 401/403/404 → ``model_unavailable``, 503 → ``busy``, other 4xx → ``invalid_request``, anything
-else → ``generation_failed``). Without I/O, like ``oamd.backends.openai.model.wire``."""
+else → ``generation_failed``). Without I/O, like ``oamd.backends.openai.wire``."""
 
 from __future__ import annotations
 

@@ -3,11 +3,11 @@
 
 Owns the HTTP exchange (one ``httpx.AsyncClient`` per model, at most ``max_in_flight`` chat
 completions at once, the rest waiting first come first served), the server's capabilities and the
-mapping of network failures; the connections live in ``oamd.backends.openai.model.pool``, request
-bodies and response decoding in ``oamd.backends.openai.model.wire``, the HTTP error table in
-``oamd.backends.openai.model.errors``, the bounded reading of response bodies and event streams in
-``oamd.backends.openai.model.body``, what a server refuses by name in
-``oamd.backends.openai.model.refusals``, the spec's options in ``oamd.backends.openai.model.spec``.
+mapping of network failures; the connections live in ``oamd.backends.openai.pool``, request
+bodies and response decoding in ``oamd.backends.openai.wire``, the HTTP error table in
+``oamd.backends.openai.errors``, the bounded reading of response bodies and event streams in
+``oamd.backends.openai.body``, what a server refuses by name in
+``oamd.backends.openai.refusals``, the spec's options in ``oamd.backends.openai.spec``.
 Guarantees: a cancelled or abandoned step closes its request (the server sees the connection
 drop and stops generating); every failure is a ``ModelError``; a step's text is an answer only
 once the server gave a ``finish_reason``; a server that cuts a running stream short for the next
@@ -39,18 +39,6 @@ from urllib.parse import urlsplit
 import anyio
 import httpx
 import orjson
-from oamd.backends.openai.model.body import (
-    Deadline,
-    decode_json,
-    read_capped,
-    read_whole,
-    sse_payloads,
-)
-from oamd.backends.openai.model.errors import error_from_response
-from oamd.backends.openai.model.pool import ServerConnections
-from oamd.backends.openai.model.refusals import MAX_LEARNT_PER_STEP, learn_refusal
-from oamd.backends.openai.model.spec import api_key, parse_options
-from oamd.backends.openai.model.wire import JsonMode, StreamDecoder, WireOptions, chat_body
 
 from oamd.backends.base import (
     Availability,
@@ -59,6 +47,18 @@ from oamd.backends.base import (
     LanguageModel,
     ModelCapabilities,
 )
+from oamd.backends.openai.body import (
+    Deadline,
+    decode_json,
+    read_capped,
+    read_whole,
+    sse_payloads,
+)
+from oamd.backends.openai.errors import error_from_response
+from oamd.backends.openai.pool import ServerConnections
+from oamd.backends.openai.refusals import MAX_LEARNT_PER_STEP, learn_refusal
+from oamd.backends.openai.spec import api_key, parse_options
+from oamd.backends.openai.wire import JsonMode, StreamDecoder, WireOptions, chat_body
 from oamd.errors import ModelError
 from oamd.jsonvalue import JsonTextError, loads
 from oamd.log import get_logger
@@ -469,7 +469,7 @@ class OpenAIModel(LanguageModel):
     ) -> AsyncIterator[GenerationEvent]:
         """One ``POST /chat/completions``: the events of its chunks as they arrive. A request
         member the server refuses by name is left out and the request sent again (at most
-        ``MAX_LEARNT_PER_STEP`` times; ``oamd.backends.openai.model.refusals``)."""
+        ``MAX_LEARNT_PER_STEP`` times; ``oamd.backends.openai.refusals``)."""
         for attempt in range(MAX_LEARNT_PER_STEP + 1):
             body = orjson.dumps(chat_body(request, self._wire, stream=stream))
             async with self._client.stream(

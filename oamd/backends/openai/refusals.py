@@ -15,7 +15,8 @@ import re
 from dataclasses import replace
 
 import orjson
-from oamd.backends.openai.model.wire import WireOptions
+
+from oamd.backends.openai.wire import WireOptions
 
 __all__ = ["MAX_LEARNT_PER_STEP", "learn_refusal"]
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-from oamd.backends.openai.model.wire import JsonMode
+from oamd.backends.openai.wire import JsonMode
 
 __all__ = ["API_KEY_VARIABLES", "SPEC_OPTIONS", "api_key", "parse_options"]
 

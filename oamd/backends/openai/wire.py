@@ -1,7 +1,7 @@
 """OpenAI chat-completions wire shapes, without I/O: the request body built from a
 ``GenerationRequest`` (always with an output cap suited to the step's kind) and the events decoded
 from a streamed (SSE) or whole response; the ``ModelError`` a failed response maps to is
-``oamd.backends.openai.model.errors``'s.
+``oamd.backends.openai.errors``'s.
 
 ``oamd.backends.openai.model`` owns the HTTP exchange and calls these; keeping them pure lets the
 server differences (``response_format`` forms, ``tool_choice`` forms, ``top_k``) be tested without
@@ -14,8 +14,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from oamd.backends.openai.model.errors import clip, error_from_body, status_of
-
 from oamd.backends._reasoning import ReasoningFilter
 from oamd.backends.base import (
     ChatMessage,
@@ -26,6 +24,7 @@ from oamd.backends.base import (
     Usage,
     estimate_tokens,
 )
+from oamd.backends.openai.errors import clip, error_from_body, status_of
 from oamd.errors import ModelError
 from oamd.jsonvalue import JsonTextError, dumps_text, loads_embedded
 
@@ -106,7 +105,7 @@ class WireOptions:
     """The server's own output limit (spec option ``max_output``): no step asks for more."""
     output_cap_field: str = "max_tokens"
     """The member the output cap goes in: ``max_completion_tokens`` once a server refused
-    ``max_tokens`` (``oamd.backends.openai.model.refusals``)."""
+    ``max_tokens`` (``oamd.backends.openai.refusals``)."""
     omitted: frozenset[str] = frozenset()
     """Sampling members the server refused, left out of every request since."""
 

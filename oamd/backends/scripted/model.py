@@ -22,7 +22,7 @@ skipped. ``raw`` and ``error`` steps are used up by whichever model call meets t
 next step too: a ``scores`` step answers it, an ``error`` step fails it, any other step fails it
 ``generation_failed`` naming the step, as ``generate`` does when it meets a ``scores`` step. A
 step's ``usage`` replaces the chars/4 estimate, so a recording's counts play back exactly. The
-grammar itself is ``oamd.backends.scripted.model.grammar``'s.
+grammar itself is ``oamd.backends.scripted.grammar``'s.
 """
 
 from __future__ import annotations
@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 
 import anyio
 from anyio.lowlevel import checkpoint
-from oamd.backends.scripted.model.grammar import FALLBACK, Script, ScriptStep, parse_script
-from oamd.backends.scripted.model.turn_snapshot import CURRENT_TURN, TurnSnapshot
 
 from oamd.backends.base import (
     Availability,
@@ -49,6 +47,8 @@ from oamd.backends.base import (
     Usage,
     estimate_tokens,
 )
+from oamd.backends.scripted.grammar import FALLBACK, Script, ScriptStep, parse_script
+from oamd.backends.scripted.turn_snapshot import CURRENT_TURN, TurnSnapshot
 from oamd.errors import ModelError
 from oamd.jsonvalue import dumps_text
 
