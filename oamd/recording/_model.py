@@ -127,19 +127,9 @@ class RecordingUse(DelegatingModel):
     availability asked of the recording system, so that it is recorded too."""
 
     def __init__(self, system: RecordingSystem, log: UseLog, budget: Budget) -> None:
-        super().__init__(system.inner)
-        self._system = system
+        super().__init__(system)  # availability through the system, so that it is recorded
         self.log = log
         self._budget = budget
-
-    async def availability(self) -> Availability:
-        return await self._system.availability()
-
-    def cached_availability(self) -> Availability | None:
-        return self._system.cached_availability()
-
-    def last_known_availability(self) -> Availability | None:
-        return self._system.last_known_availability()
 
     async def count_tokens(self, text: str) -> int:
         count = await self.inner.count_tokens(text)
