@@ -18,7 +18,7 @@ from oamd.game.npc.talk import talk as talk_npc
 from oamd.game.npc.turns import bark_spec, run_bark, warm
 from oamd.methods.budget import check_room, held, params_size
 from oamd.methods.driver import TurnDriver
-from oamd.methods.encode import encode_call, encode_record, encode_usage
+from oamd.methods.encode import encode_event, encode_record, encode_usage
 from oamd.methods.model_warning import system_model_warnings
 from oamd.methods.parse.models import resolve_model
 from oamd.methods.parse.npc import (
@@ -155,16 +155,8 @@ def _npc_events(driver: TurnDriver, npc: Npc) -> tuple[LineTracker, Any]:
     tracker = LineTracker(npc, send)
 
     def on_event(event: Any) -> None:
-        if type(event) is ToolStarted:
-            driver.send_event(
-                {
-                    "type": "toolCallStarted",
-                    "call": encode_call(event.call),
-                    "execution": event.execution,
-                }
-            )
-        elif type(event) is ToolCompleted:
-            driver.send_event({"type": "toolCallCompleted", "record": encode_record(event.record)})
+        if type(event) is ToolStarted or type(event) is ToolCompleted:
+            driver.send_event(encode_event(event))  # the same toolCall* shapes as session/event
         else:
             tracker.on_event(event)
 
