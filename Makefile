@@ -74,6 +74,8 @@ $(FFI_LIB): $(FFI_SOURCES) $(wildcard ffi/*.h)
 # The ffi tests again against sanitizer builds of the library (ASan with UBSan, then TSan), loaded
 # into the test's Python with LD_PRELOAD; the first report aborts the run, so it fails `make test`
 # (--capture=sys: the report is written to fd 2, which pytest must not hold when the run aborts).
+# TSan runs without address-space randomisation where setarch can turn it off: GCC 12's TSan stops
+# with "unexpected memory mapping" on kernels that randomise mmap with more bits.
 # The daemon the library spawns runs without them (tests/ffi_harness.py drops LD_PRELOAD).
 FFI_SANITIZE_CFLAGS := -shared -fPIC -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread -fvisibility=hidden
 FFI_SANITIZE_TESTS ?= tests/test_ffi.py tests/test_ffi_agreement.py
@@ -86,7 +88,8 @@ ffi-sanitize: $(FFI_SOURCES) $(wildcard ffi/*.h) | $(STAMP)
 	$(CC) $(FFI_SANITIZE_CFLAGS) -fsanitize=thread -o dist/ffi-tsan/liboamd_ffi.so $(FFI_SOURCES) -lm
 	OAMD_FFI_LIBRARY=dist/ffi-asan/liboamd_ffi.so LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $(FFI_SANITIZE_RUN)
-	OAMD_FFI_LIBRARY=dist/ffi-tsan/liboamd_ffi.so LD_PRELOAD="$$($(CC) -print-file-name=libtsan.so)" \
+	$$(setarch $$(uname -m) -R true 2>/dev/null && echo setarch $$(uname -m) -R) env \
+		OAMD_FFI_LIBRARY=dist/ffi-tsan/liboamd_ffi.so LD_PRELOAD="$$($(CC) -print-file-name=libtsan.so)" \
 		TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:report_signal_unsafe=0 $(FFI_SANITIZE_RUN)
 
 # Opt-in: also llama.cpp and the default SmolLM2 model (dist/oamd-llama/, ~200 MB): `--model
