@@ -240,12 +240,12 @@ static void enqueue_line(oam_bridge *bridge, queued_line *line) {
     pthread_cond_broadcast(&bridge->changed);
 }
 
-/* Whether oamd answers a scanned line with its id, so that the bridge can match the answer: a
- * request (a method and an id oamd echoes) within the depth and length oamd reads. Any other line
- * is answered with a null id, or not at all, and is passed on untracked. */
-static int answered_with_its_id(const char *text, size_t length, const json_members *members) {
-    return length <= JSON_MAX_LINE_BYTES && members->method.start && json_is_request_id(members->id) &&
-           !json_nests_deeper_than(text, length, JSON_MAX_DEPTH);
+/* Whether oamd answers a line json_scan_object walked with its id, so that the bridge can match
+ * the answer: a request (a method and an id oamd echoes) within the length oamd reads. The walk
+ * itself refuses a line deeper than oamd reads. Any other line is answered with a null id, or
+ * not at all, and is passed on untracked. */
+static int answered_with_its_id(size_t length, const json_members *members) {
+    return length <= JSON_MAX_LINE_BYTES && members->method.start && json_is_request_id(members->id);
 }
 
 static void free_queue(oam_bridge *bridge) {
@@ -518,7 +518,7 @@ int oam_bridge_send(oam_bridge *bridge, const char *json_line) {
     json_members members;
     pending *entry = NULL;
     int scanned = json_scan_object(line->text, length, &members) == 0;
-    if (scanned && answered_with_its_id(line->text, length, &members))
+    if (scanned && answered_with_its_id(length, &members))
         entry = new_pending(members.id, copy_span(members.id), FOR_CALLBACK, NULL);
     int is_shutdown = scanned && json_is_string(members.method) && json_key_is(members.method, "shutdown");
     pthread_mutex_lock(&bridge->lock);
