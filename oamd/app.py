@@ -1,7 +1,7 @@
 """Wiring: the registry with every method set, per-connection state, and the served transports.
 
 Start-up loads only what answering ``initialize`` needs (the core methods, the rpc layer, the
-transport): every other namespace is listed from ``NAMESPACES`` at once and its module (with the
+transport): every other namespace is listed from ``bridge.extensions`` at once and its module (with the
 agent, game and schema code under it) loads on the first call of one of its methods.
 """
 
@@ -10,11 +10,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from oamd.agent.models import ModelFactory, ModelMaker
 from oamd.backends.base import LanguageModel, UnconfiguredModel
+from oamd.bridge import core
+from oamd.bridge.extensions import EXTENSIONS, TESTING
+from oamd.bridge.state import BridgeState, DaemonConfig
 from oamd.limits import (
     DEFAULT_TOOL_TIMEOUT_SECONDS,
     MAX_CONNECTION_BYTES,
@@ -22,15 +25,12 @@ from oamd.limits import (
     MAX_OUTBOX_BYTES,
     MAX_SESSIONS,
 )
-from oamd.methods import core
-from oamd.methods.state import BridgeState, DaemonConfig
 from oamd.rpc import Registry
 
 if TYPE_CHECKING:
     from anyio.abc import ByteStream
 
 __all__ = [
-    "NAMESPACES",
     "ConnectionTap",
     "DaemonConfig",
     "build_registry",
@@ -38,84 +38,6 @@ __all__ = [
     "serve_stdio",
     "serve_stream",
 ]
-
-
-@dataclass(frozen=True)
-class Namespace:
-    """A module of ``oamd.methods`` and what its ``register`` adds (``tests/test_app.py`` checks
-    the two agree), so ``initialize`` can list it before the module is loaded."""
-
-    module: str
-    methods: tuple[str, ...]
-    notifications: tuple[str, ...] = ()
-    client_requests: tuple[str, ...] = ()
-
-
-def _verbs(namespace: str, *verbs: str) -> tuple[str, ...]:
-    return tuple(f"{namespace}/{verb}" for verb in verbs)
-
-
-NAMESPACES = (
-    Namespace("validate", ("schema/validate", "tools/validate")),
-    Namespace(
-        "session",
-        _verbs(
-            "session",
-            "create",
-            "respond",
-            "cancel",
-            "delete",
-            "list",
-            "transcript",
-            "reset",
-            "setInstructions",
-            "setContextNote",
-            "setTools",
-            "compact",
-        ),
-        ("session/event", "tool/cancel"),
-        ("tool/call",),
-    ),
-    Namespace(
-        "npc",
-        _verbs(
-            "npc",
-            "create",
-            "talk",
-            "bark",
-            "state",
-            "restore",
-            "update",
-            "reset",
-            "cancel",
-            "delete",
-            "list",
-        ),
-        ("npc/event",),
-    ),
-    Namespace(
-        "world",
-        _verbs(
-            "world",
-            "create",
-            "get",
-            "set",
-            "merge",
-            "remove",
-            "snapshot",
-            "delete",
-            "list",
-            "subscribe",
-            "unsubscribe",
-        ),
-        ("world/changed",),
-    ),
-    Namespace("decision", _verbs("decision", "decide", "decideMany")),
-    Namespace("content", ("content/generate",)),
-)
-"""Every namespace besides the core one, in the order ``initialize`` lists their notifications."""
-
-TEST_NAMESPACE = Namespace("testing", ("test/sleep", "test/modelRequests"))
 
 
 ConnectionTap = Callable[
@@ -128,23 +50,22 @@ to serve it with, and its block ends once the connection has closed. A tap that 
 
 def _loader(module: str) -> Any:
     def load(registry: Registry) -> None:
-        importlib.import_module(f"oamd.methods.{module}").register(registry)
+        importlib.import_module(f"oamd.bridge.{module}").register(registry)
 
     return load
 
 
 def build_registry(config: DaemonConfig) -> Registry:
+    """The core methods, and every namespace of every extension listed to load on first use."""
     registry = Registry()
     core.register(registry)
-    namespaces = [*NAMESPACES, TEST_NAMESPACE] if config.test_methods else NAMESPACES
-    for namespace in namespaces:
+    extensions = [*EXTENSIONS, TESTING] if config.test_methods else EXTENSIONS
+    for namespace in (n for extension in extensions for n in extension.namespaces):
         for method in namespace.notifications:
             registry.declare_notification(method)
         for method in namespace.client_requests:
             registry.declare_client_request(method)
-        registry.register_on_first_use(
-            namespace.module, namespace.methods, _loader(namespace.module)
-        )
+        registry.register_on_first_use(namespace.name, namespace.methods, _loader(namespace.module))
     return registry
 
 

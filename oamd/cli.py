@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
     from oamd.app import ConnectionTap
+    from oamd.bridge.state import DaemonConfig
     from oamd.inspector import Inspector
-    from oamd.methods.state import DaemonConfig
     from oamd.serve import ServeOptions
 
 __all__ = ["main", "model_for"]
@@ -282,8 +282,8 @@ def _serve_stdio(
     """A leading ``initialize`` is answered before the event loop's libraries load (not when
     recording: the recording must see that line and its answer go by; not when inspecting: the
     page is served from the event loop, which must not wait for the engine's first line)."""
+    from oamd.bridge.state import BridgeState
     from oamd.early_initialize import answer_initialize
-    from oamd.methods.state import BridgeState
 
     registry = build_registry(config)
     state = None if tap is not None else BridgeState(config)

@@ -26,9 +26,9 @@ from typing import Any
 
 import orjson
 
+from oamd.bridge.state import BridgeState
 from oamd.errors import InvalidMessage
 from oamd.limits import MAX_LINE_BYTES
-from oamd.methods.state import BridgeState
 from oamd.rpc.errors import to_wire_error
 from oamd.rpc.message import check_nesting, encode, is_plain_id
 from oamd.rpc.registry import Registry, Request, Result

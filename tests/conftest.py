@@ -25,8 +25,8 @@ from contract import (
 from hypothesis import settings
 
 from oamd.app import build_registry, default_config, serve_stream
+from oamd.bridge.state import DaemonConfig
 from oamd.client import Client, Recorder
-from oamd.methods.state import DaemonConfig
 from oamd.rpc import Registry
 from oamd.transport import memory_stream_pair
 

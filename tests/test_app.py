@@ -12,17 +12,18 @@ import anyio
 import pytest
 from conftest import memory_daemon
 
-from oamd.app import NAMESPACES, TEST_NAMESPACE, build_registry, default_config
+from oamd.app import build_registry, default_config
+from oamd.bridge.extensions import EXTENSIONS, TESTING
 from oamd.client import RpcError
 from oamd.rpc import Registry
 
 pytestmark = pytest.mark.anyio
 
 HEAVY = (
-    "oamd.methods.session",
-    "oamd.methods.npc",
-    "oamd.methods.world",
-    "oamd.methods.decision",
+    "oamd.bridge.session.methods",
+    "oamd.bridge.game.npc.methods",
+    "oamd.bridge.game.world.methods",
+    "oamd.bridge.game.decision.methods",
     "oamd.agent.session",
     "oamd.agent.schema",
     "oamd.agent.run_turn",
@@ -37,10 +38,14 @@ HEAVY = (
 )
 
 
-@pytest.mark.parametrize("namespace", [*NAMESPACES, TEST_NAMESPACE], ids=lambda n: n.module)
+@pytest.mark.parametrize(
+    "namespace",
+    [n for extension in (*EXTENSIONS, TESTING) for n in extension.namespaces],
+    ids=lambda n: n.name,
+)
 def test_each_namespace_registers_exactly_what_the_table_lists(namespace):
     registry = Registry()
-    importlib.import_module(f"oamd.methods.{namespace.module}").register(registry)
+    importlib.import_module(f"oamd.bridge.{namespace.module}").register(registry)
     assert sorted(registry.methods) == sorted(namespace.methods)
     assert registry.notifications == list(namespace.notifications)
     assert registry.client_requests == list(namespace.client_requests)
@@ -78,8 +83,8 @@ async def test_a_namespace_that_cannot_load_fails_its_call_and_nothing_else(monk
     real_import = importlib.import_module
 
     def broken(name: str, *args):
-        if name == "oamd.methods.decision":
-            raise ImportError("no module named 'oamd.methods.decision' (simulated)")
+        if name == "oamd.bridge.game.decision.methods":
+            raise ImportError("no module named 'oamd.bridge.game.decision.methods' (simulated)")
         return real_import(name, *args)
 
     monkeypatch.setattr(importlib, "import_module", broken)
@@ -90,7 +95,7 @@ async def test_a_namespace_that_cannot_load_fails_its_call_and_nothing_else(monk
             assert info.value.code == -32603
             assert info.value.message == (
                 "The decision methods could not be loaded "
-                "(ImportError: no module named 'oamd.methods.decision' (simulated))."
+                "(ImportError: no module named 'oamd.bridge.game.decision.methods' (simulated))."
             )
             assert await client.request("ping") == {}
             assert (await client.request("world/create", {}))["world"]

@@ -11,8 +11,8 @@ import pytest
 from conftest import memory_daemon
 
 from oamd.app import build_registry, default_config, serve_stream
+from oamd.bridge.state import BridgeState
 from oamd.client import Client
-from oamd.methods.state import BridgeState
 from oamd.rpc import Deferred, Registry, Result
 from oamd.transport import memory_stream_pair
 
@@ -143,7 +143,7 @@ async def test_a_closed_connection_is_freed_by_a_young_collection_even_when_it_i
     # check that its store and every world hold, a world's observer pointing at its store)
     config = default_config(test_methods=True)
     state = BridgeState(config)
-    held: list[weakref.ref] = [weakref.ref(state), weakref.ref(state.worlds)]
+    held: list[weakref.ref] = [weakref.ref(state)]
 
     def remember(req):
         held.append(weakref.ref(req.port))
@@ -166,7 +166,9 @@ async def test_a_closed_connection_is_freed_by_a_young_collection_even_when_it_i
                         "npc/create",
                         {"npc": "n", "persona": {"name": "N"}, "world": "w", "model": "scripted"},
                     )
-                    held.append(weakref.ref(state.worlds.get("w")))
+                    worlds = state.part("game").worlds  # the game extension's, opened above
+                    held += [weakref.ref(worlds), weakref.ref(worlds.get("w"))]
+                    del worlds
                     gc.collect()  # as if it had served for hours: everything is old now
             # leaving the client closes its end: the connection answers, closes, returns
         del state, registry, remember

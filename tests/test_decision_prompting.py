@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from oamd.agent.events import TurnResult
+from oamd.bridge.game.decision.params import parse_options
 from oamd.errors import InvalidParams, ModelError
 from oamd.game.decision.request import Choice, DecisionOption, DecisionRequest, decision_schema
 from oamd.game.npc.persona import Persona
-from oamd.methods.parse.decision import parse_options
 
 DEFAULT = (
     "You make decisions for characters in a video game. Pick the option that best fits the "

@@ -18,7 +18,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 DOMAIN = ("oamd/agent", "oamd/game")
 FORBIDDEN = (
-    "oamd.methods",
+    "oamd.bridge",
     "oamd.rpc",
     "oamd.transport",
     "oamd.serve",

@@ -26,7 +26,7 @@ from oamd.backends.base import (
     Sampling,
     TextDelta,
 )
-from oamd.methods.parse.tools import parse_tools
+from oamd.bridge.tool_params import parse_tools
 
 pytestmark = pytest.mark.anyio
 

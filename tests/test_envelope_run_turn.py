@@ -27,8 +27,8 @@ from oamd.backends.base import (
     estimate_tokens,
 )
 from oamd.backends.scripted.model import ScriptedModel, parse_script
+from oamd.bridge.tool_params import parse_tools
 from oamd.errors import ModelError
-from oamd.methods.parse.tools import parse_tools
 
 pytestmark = pytest.mark.anyio
 

@@ -243,7 +243,7 @@ async def test_shutdown_exits_zero_after_delivering_its_response():
 
 async def test_stdout_carries_protocol_lines_only_even_when_code_prints():
     code = (
-        "import sys, oamd.methods.core as core\n"
+        "import sys, oamd.bridge.core as core\n"
         "from oamd.rpc import Result\n"
         "orig = core.register\n"
         "def register(registry):\n"

@@ -27,9 +27,9 @@ ALLOWED = {
         "jsonvalue",
     },
     "game": {"game", "agent", "backends.base", "limits", "errors", "log", "jsonvalue"},
-    # methods/parse reads params into the value types below it, ``Sampling`` among them
-    "methods": {
-        "methods",
+    # each namespace's params module reads params into the value types below it
+    "bridge": {
+        "bridge",
         "rpc",
         "agent",
         "game",
@@ -56,7 +56,7 @@ ALLOWED = {
         "backends.delegating",
         "backends.scripted.model",
         "backends.scripted.grammar",
-        "methods.state",
+        "bridge.state",
         "limits",
         "errors",
         "log",
@@ -64,7 +64,7 @@ ALLOWED = {
     },
     # the inspector reads what a connection holds (rpc, agent, game objects) and listens on a
     # socket (transport), but is wired in by cli.py alone: nothing below imports it, and it never
-    # imports methods/, serve/ or app.py, so --inspect cannot change how a request is handled
+    # imports bridge/, serve/ or app.py, so --inspect cannot change how a request is handled
     "inspector": {
         "inspector",
         "rpc",
@@ -106,6 +106,20 @@ def test_no_import_points_up_the_layers():
                 if not _allowed(target, allowed):
                     violations.append(f"{path.relative_to(ROOT.parent)} imports oamd.{target}")
     assert violations == []
+
+
+def test_the_bridge_core_knows_nothing_of_the_game_extension():
+    """``bridge/game`` builds on the core; the core (sessions, validation, the budget, the
+    wiring of extensions) imports neither it nor ``game/``."""
+    core = ROOT / "bridge"
+    offenders = [
+        f"{path.relative_to(ROOT.parent)} imports oamd.{target}"
+        for path in core.rglob("*.py")
+        if "game" not in path.relative_to(core).parts
+        for target in _imports(path)
+        if target.startswith(("bridge.game", "game"))
+    ]
+    assert offenders == []
 
 
 def test_nothing_in_the_daemon_imports_the_examples():

@@ -11,6 +11,7 @@ import pytest
 
 from oamd.agent.events import PartialValue, TextUpdated, ToolCall, ToolRecord
 from oamd.agent.tools import ToolOutput
+from oamd.bridge.game.npc.params import OPTION_FIELDS, PERSONA_FIELDS, memory_to_wire
 from oamd.game.npc.npc import Npc
 from oamd.game.npc.persona import EMOTIONS, Memory, NpcOptions, Persona
 from oamd.game.npc.prompt import memory_note, npc_instructions
@@ -26,7 +27,6 @@ from oamd.game.npc.reply import (
 )
 from oamd.game.npc.tools import MemoryDraft
 from oamd.jsonvalue import dumps
-from oamd.methods.parse.npc import OPTION_FIELDS, PERSONA_FIELDS, memory_to_wire
 
 GORM = Persona(
     name="Gorm",

@@ -12,9 +12,9 @@ from conftest import memory_daemon
 
 from oamd.app import default_config
 from oamd.backends.base import ChatMessage, GenerationRequest, TextDelta
+from oamd.bridge.model_params import resolve_model
 from oamd.client import RpcError
 from oamd.limits import MAX_SCRIPT_CHUNKS
-from oamd.methods.parse.models import resolve_model
 
 pytestmark = pytest.mark.anyio
 

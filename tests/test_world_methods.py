@@ -13,8 +13,8 @@ import pytest
 from conftest import memory_daemon
 
 from oamd.app import build_registry, default_config
+from oamd.bridge.game.world import methods as world
 from oamd.client import Client, RpcError
-from oamd.methods import world
 
 pytestmark = pytest.mark.anyio
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from oamd.bridge.params import check_object_id
 from oamd.errors import (
     InvalidParams,
     LimitReached,
@@ -21,7 +22,6 @@ from oamd.game.world.document import Change, WorldState
 from oamd.game.world.store import WorldStore
 from oamd.jsonvalue import dumps
 from oamd.limits import MAX_WORLD_BYTES
-from oamd.methods.parse.params import check_object_id
 
 
 def test_set_returns_the_change_and_counts_a_version() -> None:

@@ -2,7 +2,7 @@
 
 ``ModelFactory`` is the one place that knows the daemon-wide backend and the model types the host
 registered (``scripted`` among them), so handlers never touch ``backends/`` directly; reading the
-protocol's ``model`` parameter into one of them is the adapters' (``oamd.methods.parse.models``). Every use of ``"system"`` goes through ``bind`` when
+protocol's ``model`` parameter into one of them is the adapters' (``oamd.bridge.model_params``). Every use of ``"system"`` goes through ``bind`` when
 one is set (``oamd stdio --record`` wraps each use to record it; ``oamd replay`` hands each use the
 script recorded for it), so the model a session, NPC or call gets is its own; without ``bind``
 they all share the one backend and resolving costs nothing more.

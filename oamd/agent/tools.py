@@ -1,7 +1,7 @@
 """Tool definitions (§9), tool choices, and tool outputs as the model and the engine see them.
 
 They are typed values: reading them from params (and writing their save form) is the adapters'
-(``oamd.methods.parse.tools``).
+(``oamd.bridge.tool_params``).
 
 Client tools run in the engine through ``tool/call``; local tools (the game layer's world and
 memory tools) run in-process through ``ToolDefinition.local``. A tool output is text, a JSON value

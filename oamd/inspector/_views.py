@@ -75,10 +75,25 @@ def connection(recorder: Recorder, connection_id: str) -> ConnectionRecord:
     return record
 
 
+def _sessions(state: Any) -> Any:
+    """The connection's sessions, or none if it has opened none (the inspector opens nothing)."""
+    return state.part("sessions") or ()
+
+
+def _npcs(state: Any) -> Any:
+    game = state.part("game")  # the game extension's stores, opened by its first call
+    return game.npcs if game is not None else ()
+
+
+def _worlds(state: Any) -> Any:
+    game = state.part("game")
+    return game.worlds if game is not None else ()
+
+
 def connection_view(record: ConnectionRecord) -> dict[str, Any]:
     """``GET /api/connections/<c>``: its sessions, NPCs and worlds with their state."""
     state = record.conn.state
-    worlds = state.worlds
+    worlds = _worlds(state)
     return {
         "id": record.id,
         "transport": record.transport,
@@ -87,8 +102,8 @@ def connection_view(record: ConnectionRecord) -> dict[str, Any]:
         "inFlight": record.conn.in_flight_count,
         "heldBytes": state.held_bytes(),
         "turns": record.turn_count,
-        "sessions": [session_state(record, s) for s in state.sessions],
-        "npcs": [npc_state(record, n) for n in state.npcs],
+        "sessions": [session_state(record, s) for s in _sessions(state)],
+        "npcs": [npc_state(record, n) for n in _npcs(state)],
         "worlds": [world_state(worlds, w) for w in worlds],
         "otherTurns": sum(len(ring) for (kind, _), ring in record.turns.items() if kind == OTHER),
         "changes": list(record.changes),
@@ -171,7 +186,7 @@ def _find(store: Any, object_id: str) -> Any:
 def session_view(record: ConnectionRecord, session_id: str) -> dict[str, Any]:
     """``GET /api/connections/<c>/sessions/<s>``: its state and its last turns' summaries
     (``turn_view`` has a turn's steps); a deleted session whose turns are kept shows those."""
-    session = _find(record.conn.state.sessions, session_id)
+    session = _find(_sessions(record.conn.state), session_id)
     turns = record.turns_of("session", session_id)
     if session is None and not turns:
         raise NotFound(f"no session {session_id!r} on {record.id}")
@@ -183,7 +198,7 @@ def session_view(record: ConnectionRecord, session_id: str) -> dict[str, Any]:
 
 def npc_view(record: ConnectionRecord, npc_id: str) -> dict[str, Any]:
     """``GET /api/connections/<c>/npcs/<n>``: its state and its last turns' summaries."""
-    npc = _find(record.conn.state.npcs, npc_id)
+    npc = _find(_npcs(record.conn.state), npc_id)
     turns = record.turns_of("npc", npc_id)
     if npc is None and not turns:
         raise NotFound(f"no NPC {npc_id!r} on {record.id}")
@@ -194,7 +209,7 @@ def npc_view(record: ConnectionRecord, npc_id: str) -> dict[str, Any]:
 def world_view(record: ConnectionRecord, world_id: str) -> dict[str, Any]:
     """``GET /api/connections/<c>/worlds/<w>``: its tree (cut to ``WORLD_NODES`` values) and
     its recent changes, oldest first."""
-    worlds = record.conn.state.worlds
+    worlds = _worlds(record.conn.state)
     world = _find(worlds, world_id)
     if world is None:
         raise NotFound(f"no world {world_id!r} on {record.id}")

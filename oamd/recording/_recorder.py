@@ -46,7 +46,7 @@ from oamd.recording._model import (
 )
 
 if TYPE_CHECKING:
-    from oamd.methods.state import DaemonConfig
+    from oamd.bridge.state import DaemonConfig
 
 __all__ = ["Recorder", "prepare_directory"]
 

@@ -44,6 +44,7 @@ from anyio.abc import ByteStream, TaskGroup, TaskStatus
 
 from oamd.agent.models import ModelFactory
 from oamd.app import ConnectionTap, build_registry
+from oamd.bridge.state import BridgeState, DaemonConfig
 from oamd.errors import LimitReached
 from oamd.jsonvalue import dumps_text
 from oamd.limits import (
@@ -57,7 +58,6 @@ from oamd.limits import (
     WRITE_GRACE_SECONDS,
 )
 from oamd.log import get_logger
-from oamd.methods.state import BridgeState, DaemonConfig
 from oamd.rpc import Connection, Registry, Request, Result, error_object
 from oamd.rpc.message import encode
 from oamd.serve.fair import FairGenerations

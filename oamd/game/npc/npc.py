@@ -2,7 +2,7 @@
 optional world), the names of its tools, and the store of one connection's NPCs.
 
 Rendering its prompt is ``npc.prompt``'s, its memory and world tools ``npc.tools``', running its
-turns ``npc.turns``' (its save format is the adapters': ``oamd.methods.parse.npc_state``). What an
+turns ``npc.turns``' (its save format is the adapters': ``oamd.bridge.game.npc.state_params``). What an
 NPC holds (``held_bytes``) is its history and its ``footprint``: persona, options, memory, client
 tool definitions and model spec, measured when they are set.
 """
@@ -67,7 +67,7 @@ class Npc:
 
     def __post_init__(self) -> None:
         # the persona, options and memory are measured by their save form, which the adapter
-        # that made them writes (``oamd.methods.parse.npc.measure_npc``)
+        # that made them writes (``oamd.bridge.game.npc.params.measure_npc``)
         self.footprint.set("tools", json_size(self.tool_definitions))
 
     @property

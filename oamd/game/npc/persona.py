@@ -1,7 +1,7 @@
 """An NPC's persona, options and memory (§6) as typed values, with their defaults.
 
 Reading them from params, writing their save form and the ``npc/update`` merge rules are the
-adapters' (``oamd.methods.parse.npc``, which maps each wire key to its field here); the fields
+adapters' (``oamd.bridge.game.npc.params``, which maps each wire key to its field here); the fields
 of ``Persona`` and ``NpcOptions`` stand in the order a save lists them.
 """
 

@@ -12,10 +12,10 @@ from typing import Any
 from oamd.agent.entries import RESPONSE, kind_of
 from oamd.agent.history import History
 from oamd.agent.prompt import turn_starts
+from oamd.bridge.game.npc.params import memory_to_wire, options_to_wire, persona_to_wire
+from oamd.bridge.session.transcript import export_transcript, import_transcript
 from oamd.errors import InvalidParams
 from oamd.game.npc.npc import Npc
-from oamd.methods.parse.npc import memory_to_wire, options_to_wire, persona_to_wire
-from oamd.methods.parse.transcript import export_transcript, import_transcript
 
 __all__ = ["STATE_VERSION", "read_save", "restore_history", "save_npc"]
 

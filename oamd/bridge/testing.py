@@ -13,9 +13,9 @@ from typing import Any
 
 import anyio
 
+from oamd.bridge.params import Params
+from oamd.bridge.state import BridgeState, sessions
 from oamd.errors import InvalidParams
-from oamd.methods.parse.params import Params
-from oamd.methods.state import BridgeState
 from oamd.rpc import Deferred, Registry, Request, Result
 
 __all__ = ["register"]
@@ -35,7 +35,7 @@ def sleep(req: Request) -> Deferred:
 
 def model_requests(req: Request) -> Result:
     state: BridgeState = req.state
-    session = state.sessions.get(Params(req.params).string("session"))
+    session = sessions(state).get(Params(req.params).string("session"))
     recorded = getattr(session.model, "requests", None)
     if recorded is None or not getattr(session.model, "record", False):
         raise InvalidParams("The session's model does not record its requests.")

@@ -12,6 +12,13 @@ from typing import Any
 
 from oamd.agent.footprint import json_size
 from oamd.agent.tools import ToolChoice
+from oamd.bridge.params import Params
+from oamd.bridge.tool_params import (
+    choice_to_wire,
+    parse_tool_choice,
+    parse_tools,
+    tool_count_warning,
+)
 from oamd.errors import InvalidParams
 from oamd.game.npc.npc import Npc, NpcUpdate, check_tool_names, tool_names
 from oamd.game.npc.persona import (
@@ -25,13 +32,6 @@ from oamd.game.npc.persona import (
     match_emotion,
 )
 from oamd.game.world.paths import merging
-from oamd.methods.parse.params import Params
-from oamd.methods.parse.tools import (
-    choice_to_wire,
-    parse_tool_choice,
-    parse_tools,
-    tool_count_warning,
-)
 
 __all__ = [
     "OPTION_FIELDS",

@@ -12,10 +12,10 @@ from typing import Any
 
 from oamd.agent.schema import EMPTY_OBJECT_SCHEMA, compile_schema
 from oamd.agent.tools import RESPOND_ACTION, ToolChoice, ToolDefinition
+from oamd.bridge.params import Params, shown
 from oamd.errors import InvalidParams, LimitReached
 from oamd.jsonvalue import JsonTextError, loads_embedded
 from oamd.limits import MAX_TOOLS, RECOMMENDED_MAX_TOOLS
-from oamd.methods.parse.params import Params, shown
 
 __all__ = [
     "choice_to_wire",

@@ -9,19 +9,10 @@ from oamd.agent.events import ToolCompleted, ToolStarted
 from oamd.agent.footprint import json_size
 from oamd.agent.history import History
 from oamd.agent.queue import Operation
-from oamd.errors import InvalidParams, OamdError
-from oamd.game.npc.npc import Npc, check_tool_names, tool_names
-from oamd.game.npc.persona import Memory, NpcOptions
-from oamd.game.npc.reply import LineTracker, TalkOutcome
-from oamd.game.npc.talk import TalkLine, TalkPeer
-from oamd.game.npc.talk import talk as talk_npc
-from oamd.game.npc.turns import bark_spec, run_bark, warm
-from oamd.methods.budget import check_room, held, params_size
-from oamd.methods.driver import TurnDriver
-from oamd.methods.encode import encode_event, encode_record, encode_usage
-from oamd.methods.model_warning import system_model_warnings
-from oamd.methods.parse.models import resolve_model
-from oamd.methods.parse.npc import (
+from oamd.bridge.budget import params_size
+from oamd.bridge.driver import TurnDriver
+from oamd.bridge.encode import encode_event, encode_record, encode_usage
+from oamd.bridge.game.npc.params import (
     measure_npc,
     memory_to_wire,
     parse_memory,
@@ -29,11 +20,20 @@ from oamd.methods.parse.npc import (
     parse_persona,
     read_update,
 )
-from oamd.methods.parse.npc_state import read_save, restore_history, save_npc
-from oamd.methods.parse.params import Params, check_object_id
-from oamd.methods.parse.tools import parse_tool_choice, parse_tools, tool_count_warning
-from oamd.methods.state import BridgeState
-from oamd.methods.world import world_store
+from oamd.bridge.game.npc.state_params import read_save, restore_history, save_npc
+from oamd.bridge.game.stores import game
+from oamd.bridge.model_params import resolve_model
+from oamd.bridge.model_warning import system_model_warnings
+from oamd.bridge.params import Params, check_object_id
+from oamd.bridge.state import BridgeState
+from oamd.bridge.tool_params import parse_tool_choice, parse_tools, tool_count_warning
+from oamd.errors import InvalidParams, OamdError
+from oamd.game.npc.npc import Npc, check_tool_names, tool_names
+from oamd.game.npc.persona import Memory, NpcOptions
+from oamd.game.npc.reply import LineTracker, TalkOutcome
+from oamd.game.npc.talk import TalkLine, TalkPeer
+from oamd.game.npc.talk import talk as talk_npc
+from oamd.game.npc.turns import bark_spec, run_bark, warm
 from oamd.rpc import Deferred, Registry, Request, Result
 
 __all__ = ["register"]
@@ -61,7 +61,7 @@ def _build(
 ) -> Npc:
     """Validates everything, in the reference's order, before anything is created."""
     state: BridgeState = req.state
-    store = state.npcs
+    store = game(req).npcs
     if npc_id is not None:
         npc_id = check_object_id(npc_id, "npc")
         store.check_new(npc_id)
@@ -75,7 +75,7 @@ def _build(
         raise InvalidParams(f"Parameter 'world' must be a string; got {world!r}.")
     model, model_name = resolve_model(state.config.models, model_raw, use=(req.method, req.id))
     tools, tool_warnings = parse_tools(tools_raw, tools_path)
-    world_state = world_store(req).get(world) if world is not None else None
+    world_state = game(req).worlds.get(world) if world is not None else None
     warnings += persona_warnings + option_warnings + tool_warnings
     warnings += system_model_warnings(model, model_name)
     names = tool_names(options, [t.name for t in tools], world is not None)
@@ -93,10 +93,10 @@ def _build(
 
 
 def _insert(req: Request, npc: Npc, warnings: list[str]) -> Result:
-    check_room(req.state, npc.held_bytes)
-    req.state.npcs.add(npc)
+    req.state.budget.check_room(npc.held_bytes)
+    game(req).npcs.add(npc)
     if npc.world is not None:
-        world_store(req).attach_npc(npc.world)
+        game(req).worlds.attach_npc(npc.world)
     names = tool_names(npc.options, [t.name for t in npc.tools], npc.world is not None)
     if npc.model.capabilities.prefix_cache:
         req.follow_up(partial(warm, npc))
@@ -121,7 +121,7 @@ def create(req: Request) -> Result:
 
 
 def _npc(req: Request) -> Npc:
-    return req.state.npcs.get(Params(req.params).string("npc"))
+    return game(req).npcs.get(Params(req.params).string("npc"))
 
 
 def _talk_result(npc: Npc, outcome: TalkOutcome, warnings: list[str]) -> dict[str, Any]:
@@ -182,10 +182,10 @@ def talk(req: Request) -> Deferred:
     tracker, on_event = _npc_events(driver, npc)
     peer = TalkPeer(on_event, driver.execute, tracker, driver.pace)
     size = params_size(req.params)
-    check_room(state, size)
+    state.budget.check_room(size)
 
     def room(kept: int) -> None:
-        check_room(state, kept - size)  # the params it held become what it keeps
+        state.budget.check_room(kept - size)  # the params it held become what it keeps
 
     async def work(op: Operation) -> dict[str, Any]:
         talked = await talk_npc(npc, op, TalkLine(line, context, choice), peer, room)
@@ -193,7 +193,7 @@ def talk(req: Request) -> Deferred:
             req.follow_up(talked.follow_up)
         return _talk_result(npc, talked.outcome, warnings)
 
-    return Deferred.queued(held(state, size, npc.queue.schedule(work)))
+    return Deferred.queued(state.budget.held(size, npc.queue.schedule(work)))
 
 
 def bark(req: Request) -> Deferred:
@@ -202,12 +202,12 @@ def bark(req: Request) -> Deferred:
     situation = Params(req.params).get("situation")
     spec = bark_spec(npc, situation)
     size = params_size(situation)  # held while the bark runs; it keeps nothing
-    check_room(state, size)
+    state.budget.check_room(size)
 
     async def work() -> dict[str, Any]:
         return {"npc": npc.id, "line": await run_bark(npc, spec)}
 
-    return Deferred.queued(held(state, size, work))
+    return Deferred.queued(state.budget.held(size, work))
 
 
 def npc_state(req: Request) -> Result | Deferred:
@@ -233,7 +233,7 @@ def restore(req: Request) -> Result:
     world = pick("world")
     if world is not None and "world" not in req.params:
         try:
-            world_store(req).get(world)
+            game(req).worlds.get(world)
         except OamdError:
             warnings.append(
                 f"The saved world '{world}' does not exist; the NPC was restored without a world. "
@@ -268,7 +268,7 @@ def update(req: Request) -> Deferred:
             raise InvalidParams(f"Parameter '{key}' must be an object.")
     engine_timeout = state.config.tool_timeout
     size = params_size(req.params)
-    check_room(state, size)
+    state.budget.check_room(size)
 
     async def work(op: Operation) -> dict[str, Any]:
         change = read_update(
@@ -280,12 +280,12 @@ def update(req: Request) -> Deferred:
             replace_tools=p.present("tools"),
             engine_timeout=engine_timeout,
         )
-        check_room(state, change.growth(npc) - size)
+        state.budget.check_room(change.growth(npc) - size)
         op.commit()
         change.apply(npc)
         return {"npc": npc.id, "warnings": warnings + change.warnings}
 
-    return Deferred.queued(held(state, size, npc.queue.schedule(work)))
+    return Deferred.queued(state.budget.held(size, npc.queue.schedule(work)))
 
 
 def reset(req: Request) -> Deferred:
@@ -310,16 +310,16 @@ def cancel(req: Request) -> Result:
 
 def delete(req: Request) -> Result:
     npc = _npc(req)
-    req.state.npcs.remove(npc.id)
+    game(req).npcs.remove(npc.id)
     npc.queue.cancel_all()
     if npc.world is not None:
-        world_store(req).detach_npc(npc.world)
+        game(req).worlds.detach_npc(npc.world)
     return Result({"npc": npc.id, "deleted": True})
 
 
 def list_npcs(req: Request) -> Result:
     out = []
-    for npc in req.state.npcs:
+    for npc in game(req).npcs:
         out.append(
             {
                 "npc": npc.id,

@@ -18,8 +18,8 @@ import anyio
 
 from oamd.agent.events import ToolCall, TurnEvent
 from oamd.agent.tools import ToolDefinition, ToolOutput
+from oamd.bridge.encode import encode_call, encode_event
 from oamd.jsonvalue import dumps_text
-from oamd.methods.encode import encode_call, encode_event
 from oamd.rpc import Request
 
 __all__ = ["TurnDriver", "format_duration"]

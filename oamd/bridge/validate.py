@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from oamd.agent.schema import CompiledSchema, compile_schema
+from oamd.bridge.params import Params
+from oamd.bridge.tool_params import parse_tools
 from oamd.errors import InvalidParams
 from oamd.jsonvalue import JsonTextError, loads_embedded
-from oamd.methods.parse.params import Params
-from oamd.methods.parse.tools import parse_tools
 from oamd.rpc import Registry, Request, Result
 
 __all__ = ["compile_param_schema", "register"]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from oamd.bridge.game.npc.params import parse_persona
 from oamd.errors import InvalidParams, LimitReached
 from oamd.game.decision.request import DecisionOption
 from oamd.game.npc.npc import NpcStore
 from oamd.game.npc.persona import Persona
 from oamd.game.npc.prompt import render_value
 from oamd.limits import MAX_DECISION_OPTIONS
-from oamd.methods.parse.npc import parse_persona
 
 __all__ = ["actor_persona", "parse_options"]
 

@@ -1,7 +1,7 @@
 """``session/*`` (§5): the adapters of sessions: each reads its params in the reference's order
-(``oamd.methods.parse``), holds them against the connection's byte budget while queued, hands
+(``oamd.bridge.parse``), holds them against the connection's byte budget while queued, hands
 the typed values to the ``Session`` (``respond``, ``compact``, the ``set_*`` methods) inside its
-queue, and writes the wire result (``oamd.methods.encode``)."""
+queue, and writes the wire result (``oamd.bridge.encode``)."""
 
 from __future__ import annotations
 
@@ -13,19 +13,19 @@ from oamd.agent.ports import TurnPeer
 from oamd.agent.queue import Operation
 from oamd.agent.session import Session, SessionOptions
 from oamd.agent.tools import RESPOND_DIRECTLY
+from oamd.bridge.budget import params_size
+from oamd.bridge.driver import TurnDriver
+from oamd.bridge.encode import encode_turn
+from oamd.bridge.model_params import resolve_model
+from oamd.bridge.model_warning import system_model_warnings
+from oamd.bridge.params import Params, check_object_id
+from oamd.bridge.session.params import parse_policy_overrides, parse_session_options
+from oamd.bridge.session.transcript import export_transcript, import_transcript
+from oamd.bridge.state import BridgeState, sessions
+from oamd.bridge.tool_params import parse_tools, tool_count_warning
+from oamd.bridge.validate import compile_param_schema
 from oamd.errors import InvalidParams, InvalidRequest, LimitReached, OamdError
 from oamd.limits import MAX_TOOLS
-from oamd.methods.budget import check_room, held, params_size
-from oamd.methods.driver import TurnDriver
-from oamd.methods.encode import encode_turn
-from oamd.methods.model_warning import system_model_warnings
-from oamd.methods.parse.models import resolve_model
-from oamd.methods.parse.params import Params, check_object_id
-from oamd.methods.parse.session import parse_policy_overrides, parse_session_options
-from oamd.methods.parse.tools import parse_tools, tool_count_warning
-from oamd.methods.parse.transcript import export_transcript, import_transcript
-from oamd.methods.state import BridgeState
-from oamd.methods.validate import compile_param_schema
 from oamd.rpc import Deferred, Registry, Request, Result
 
 __all__ = ["register"]
@@ -63,7 +63,7 @@ def _restore_tools(saved: list[dict[str, Any]]) -> tuple[list[Any], list[str]]:
 
 def create(req: Request) -> Result:
     state: BridgeState = req.state
-    store = state.sessions
+    store = sessions(state)
     p = Params(req.params)
     warnings = p.unknown(CREATE_KEYS)
     if p.has("session"):
@@ -107,7 +107,7 @@ def create(req: Request) -> Result:
     if restored is not None:
         session.history = History(restored.entries)
         session.set_context_note(restored.context_note)
-    check_room(state, session.held_bytes)
+    state.budget.check_room(session.held_bytes)
     store.add(session)
     _warm(req, session)
     return Result({"session": session_id, "warnings": warnings})
@@ -134,7 +134,7 @@ def _warm(req: Request, session: Session) -> None:
 def respond(req: Request) -> Deferred:
     state: BridgeState = req.state
     p = Params(req.params)
-    session = state.sessions.get(p.string("session"))
+    session = sessions(state).get(p.string("session"))
     prompt = p.string("prompt")
     stream = p.opt_bool("stream", False)
     overrides = parse_policy_overrides(p)
@@ -144,7 +144,7 @@ def respond(req: Request) -> Deferred:
         schema = compile_param_schema(p.get("schema"))
         warnings += schema.warnings
     size = params_size(req.params)
-    check_room(state, size)
+    state.budget.check_room(size)
     driver = TurnDriver(
         req,
         {"session": session.id},
@@ -153,7 +153,7 @@ def respond(req: Request) -> Deferred:
     )
 
     def room(added: int) -> None:
-        check_room(state, added - size)  # the params it held become the entries it keeps
+        state.budget.check_room(added - size)  # the params it held become the entries it keeps
 
     async def work(op: Operation) -> dict[str, Any]:
         result = await session.respond(
@@ -166,12 +166,12 @@ def respond(req: Request) -> Deferred:
         )
         return encode_turn(session.id, result, warnings)
 
-    return Deferred.queued(held(state, size, session.queue.schedule(work)))
+    return Deferred.queued(state.budget.held(size, session.queue.schedule(work)))
 
 
 def _session(req: Request) -> Session:
     state: BridgeState = req.state
-    return state.sessions.get(Params(req.params).string("session"))
+    return sessions(state).get(Params(req.params).string("session"))
 
 
 def cancel(req: Request) -> Result:
@@ -182,7 +182,7 @@ def cancel(req: Request) -> Result:
 def delete(req: Request) -> Result:
     state: BridgeState = req.state
     session = _session(req)
-    state.sessions.remove(session.id)
+    sessions(state).remove(session.id)
     session.queue.cancel_all()
     return Result({"session": session.id, "deleted": True})
 
@@ -190,7 +190,7 @@ def delete(req: Request) -> Result:
 def list_sessions(req: Request) -> Result:
     state: BridgeState = req.state
     out = []
-    for s in state.sessions:
+    for s in sessions(state):
         item: dict[str, Any] = {"session": s.id, "model": s.model_name}
         if s.instructions is not None:
             item["instructions"] = s.instructions
@@ -225,14 +225,14 @@ def _queued(req: Request, apply: Any, result: dict[str, Any], *, adds: bool = Tr
     state: BridgeState = req.state
     session = _session(req)
     size = params_size(req.params) if adds else 0
-    check_room(state, size)
+    state.budget.check_room(size)
 
     async def work(op: Operation) -> dict[str, Any]:
         op.commit()
         apply(session)
         return result
 
-    return Deferred.queued(held(state, size, session.queue.schedule(work)))
+    return Deferred.queued(state.budget.held(size, session.queue.schedule(work)))
 
 
 def reset(req: Request) -> Deferred:
@@ -284,13 +284,13 @@ def compact(req: Request) -> Deferred:
     keep = p.opt_int("keepRecentTurns", 2, minimum=0)
     instructions = p.opt_string("summaryInstructions")
     size = params_size(instructions)  # what it holds while queued; without it, always taken
-    check_room(state, size)
+    state.budget.check_room(size)
 
     async def work(op: Operation) -> dict[str, Any]:
         summary = await session.compact(op, keep or 0, instructions)
         return {"session": session.id, "summary": summary}
 
-    return Deferred.queued(held(state, size, session.queue.schedule(work)))
+    return Deferred.queued(state.budget.held(size, session.queue.schedule(work)))
 
 
 def register(registry: Registry) -> None:

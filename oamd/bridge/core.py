@@ -6,10 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 from oamd import __version__
+from oamd.bridge.params import Params
+from oamd.bridge.state import BridgeState
 from oamd.errors import InvalidParams
 from oamd.limits import PROTOCOL_VERSION
-from oamd.methods.parse.params import Params
-from oamd.methods.state import BridgeState
 from oamd.rpc import Deferred, Registry, Reply, Request, Result
 
 __all__ = ["register"]

@@ -6,20 +6,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from oamd.bridge.driver import TurnDriver
+from oamd.bridge.encode import encode_record, encode_usage
+from oamd.bridge.game.decision.params import actor_persona, parse_options
+from oamd.bridge.game.stores import game
+from oamd.bridge.model_params import resolve_model
+from oamd.bridge.params import Params
+from oamd.bridge.session.params import parse_sampling
+from oamd.bridge.state import BridgeState
+from oamd.bridge.tool_params import parse_tool_choice, parse_tools
 from oamd.errors import InvalidParams, LimitReached
 from oamd.game.decision.decide import Decision, DecisionJob
 from oamd.game.decision.decide import decide as decide_one
 from oamd.game.decision.decide import decide_many as decide_many_service
 from oamd.game.decision.request import DecisionRequest
 from oamd.limits import MAX_DECISION_CONCURRENCY, MAX_DECISIONS
-from oamd.methods.driver import TurnDriver
-from oamd.methods.encode import encode_record, encode_usage
-from oamd.methods.parse.decision import actor_persona, parse_options
-from oamd.methods.parse.models import resolve_model
-from oamd.methods.parse.params import Params
-from oamd.methods.parse.session import parse_sampling
-from oamd.methods.parse.tools import parse_tool_choice, parse_tools
-from oamd.methods.state import BridgeState
 from oamd.rpc import Deferred, Registry, Request, Result, to_wire_error
 
 __all__ = ["register"]
@@ -40,7 +41,7 @@ DECISION_CANCEL_REASON = "The tool call timed out or its request was cancelled."
 
 
 def _parse(
-    state: BridgeState, p: Params, engine: Params, model: Any
+    req: Request, p: Params, engine: Params, model: Any
 ) -> tuple[DecisionRequest, Any, list[str]]:
     """One decision's params (``engine`` supplies shared settings under ``decideMany``)."""
     if not p.has("situation"):
@@ -66,7 +67,7 @@ def _parse(
         raise InvalidParams(
             f"'{p.path('toolChoice')}' names tool '{choice.name}', which is not in 'tools'."
         )
-    actor = actor_persona(state.npcs, p.get("actor"), p.path("actor"))
+    actor = actor_persona(game(req).npcs, p.get("actor"), p.path("actor"))
     settings = engine  # decide: its own params; decideMany: the shared engine settings
     timeout = settings.opt_seconds("toolTimeoutSeconds")
     instructions = settings.opt_string("instructions")
@@ -82,7 +83,7 @@ def _parse(
         instructions=instructions,
         sampling=sampling,
         max_tool_rounds=2 if rounds is None else rounds,
-        tool_timeout=state.config.tool_timeout if timeout is None else timeout,
+        tool_timeout=req.state.config.tool_timeout if timeout is None else timeout,
     )
     if choice is not None:
         request.choice = choice
@@ -109,7 +110,7 @@ def decide(req: Request) -> Result | Deferred:
     p = Params(req.params)
     warnings = p.unknown(DECIDE_KEYS)
     model, _ = resolve_model(state.config.models, p.get("model"), use=(req.method, req.id))
-    request, model, tool_warnings = _parse(state, p, p, model)
+    request, model, tool_warnings = _parse(req, p, p, model)
     warnings += tool_warnings
     driver = TurnDriver(
         req,
@@ -150,7 +151,7 @@ def decide_many(req: Request) -> Deferred:
         if not isinstance(item, dict):
             raise InvalidParams(f"'requests[{i}]' must be an object.")
         ip = Params(item, f"requests[{i}]")
-        request, _, item_warnings = _parse(state, ip, p, model)
+        request, _, item_warnings = _parse(req, ip, p, model)
         driver = TurnDriver(
             req,
             {"index": i},

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from oamd.bridge.driver import TurnDriver
+from oamd.bridge.model_params import resolve_model
+from oamd.bridge.params import Params
+from oamd.bridge.session.params import parse_sampling
+from oamd.bridge.state import BridgeState
+from oamd.bridge.tool_params import parse_tools
+from oamd.bridge.validate import compile_param_schema
 from oamd.errors import InvalidParams
 from oamd.game import content
 from oamd.game.content import ContentRequest
-from oamd.methods.driver import TurnDriver
-from oamd.methods.parse.models import resolve_model
-from oamd.methods.parse.params import Params
-from oamd.methods.parse.session import parse_sampling
-from oamd.methods.parse.tools import parse_tools
-from oamd.methods.state import BridgeState
-from oamd.methods.validate import compile_param_schema
 from oamd.rpc import Deferred, Registry, Request
 
 __all__ = ["register"]

@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 
 from oamd.agent.session import SessionOptions
 from oamd.backends.base import Sampling
+from oamd.bridge.params import Params
+from oamd.bridge.tool_params import parse_tool_choice
 from oamd.errors import InvalidParams
-from oamd.methods.parse.params import Params
-from oamd.methods.parse.tools import parse_tool_choice
 
 __all__ = ["OPTION_KEYS", "parse_policy_overrides", "parse_sampling", "parse_session_options"]
 

@@ -1,0 +1,1 @@
+"""``content/generate``: the handler and its params."""

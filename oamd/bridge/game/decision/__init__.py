@@ -1,0 +1,1 @@
+"""``decision/decide`` and ``decision/decideMany``: handlers, params and wire shapes."""

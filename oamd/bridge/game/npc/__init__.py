@@ -1,0 +1,1 @@
+"""``npc/*`` and ``npc/event``: handlers, params, saved state and wire shapes."""

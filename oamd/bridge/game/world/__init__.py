@@ -1,0 +1,1 @@
+"""``world/*`` and ``world/changed``: handlers and wire shapes."""

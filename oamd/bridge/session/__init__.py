@@ -1,0 +1,1 @@
+"""``session/*``: the core's agent sessions — handlers, params, transcripts."""
