@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from oamd import __version__
+from oamd.bridge.core_encode import encode_availability, encode_initialize
 from oamd.bridge.params import Params
 from oamd.bridge.state import BridgeState
 from oamd.errors import InvalidParams
@@ -24,20 +24,6 @@ def _check_version(version: str | None) -> None:
         raise InvalidParams(
             f"Unsupported protocol version '{version}'; this bridge speaks {PROTOCOL_VERSION}."
         )
-
-
-def _capabilities(registry: Registry, state: BridgeState) -> dict[str, Any]:
-    return {
-        "methods": registry.methods,
-        "notifications": registry.notifications,
-        "clientRequests": registry.client_requests,
-        "streaming": True,
-        "clientTools": True,
-        "structuredOutput": True,
-        "models": state.config.models.model_types(),
-        "maxSessions": state.config.max_sessions,
-        "batch": False,
-    }
 
 
 def _with_availability(state: BridgeState, shape: Callable[[Any], dict[str, Any]]) -> Reply:
@@ -63,12 +49,8 @@ def register(registry: Registry) -> None:
         state: BridgeState = req.state
 
         def result(availability: Any) -> dict[str, Any]:
-            return {
-                "protocolVersion": PROTOCOL_VERSION,
-                "server": {"name": "oamd", "version": __version__},
-                "capabilities": _capabilities(registry, state),
-                "model": availability.to_wire(),
-            }
+            models = state.config.models.model_types()
+            return encode_initialize(registry, models, state.config.max_sessions, availability)
 
         return _with_availability(state, result)
 
@@ -76,7 +58,7 @@ def register(registry: Registry) -> None:
         return Result({})
 
     def model_availability(req: Request) -> Reply:
-        return _with_availability(req.state, lambda availability: availability.to_wire())
+        return _with_availability(req.state, encode_availability)
 
     def shutdown(req: Request) -> Deferred:
         state: BridgeState = req.state

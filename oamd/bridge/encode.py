@@ -1,4 +1,5 @@
-"""Wire shapes of the agent's objects: steps, tool records, usage, events, turn results.
+"""Wire shapes of the agent's objects that several namespaces send: steps, tool calls and
+records, usage, ``session/event`` events.
 
 Each function's docstring shows the JSON it yields; keys are in the reference's order.
 """
@@ -17,18 +18,20 @@ from oamd.agent.events import (
     ToolRecord,
     ToolStarted,
     TurnEvent,
-    TurnResult,
     TurnUsage,
 )
+from oamd.bridge.wire import shape
 
 __all__ = ["encode_call", "encode_event", "encode_record", "encode_step", "encode_usage"]
 
 
+@shape("def", "ToolCall")
 def encode_call(call: ToolCall) -> dict[str, Any]:
     """``{"id": "call_…", "name": "open_gate", "arguments": {"gate": "north"}}``"""
     return {"id": call.id, "name": call.name, "arguments": call.arguments}
 
 
+@shape("def", "ToolCallRecord")
 def encode_record(record: ToolRecord) -> dict[str, Any]:
     """``{"call": {…}, "output": "…" | <JSON>, "isError": false, "durationSeconds": 0.84}``"""
     output = record.output
@@ -40,6 +43,7 @@ def encode_record(record: ToolRecord) -> dict[str, Any]:
     }
 
 
+@shape("def", "Step")
 def encode_step(step: Step) -> dict[str, Any]:
     """``{"index": 0, "completedToolRounds": 0, "toolCallingMode": "required",
     "enabledTools": ["open_gate"], "trimmedEntries": 0}`` (+ ``kind``/``isRepair`` when set)."""
@@ -57,6 +61,7 @@ def encode_step(step: Step) -> dict[str, Any]:
     return out
 
 
+@shape("def", "Usage")
 def encode_usage(usage: TurnUsage) -> dict[str, Any]:
     """``{"inputTokens": 184, "cachedInputTokens": 183, "outputTokens": 17, "totalTokens": 201}``"""
     return {
@@ -67,6 +72,7 @@ def encode_usage(usage: TurnUsage) -> dict[str, Any]:
     }
 
 
+@shape("def", "SessionEvent")
 def encode_event(event: TurnEvent) -> dict[str, Any]:
     """``session/event``'s ``event``: ``{"type": "modelStep", "step": {…}}``,
     ``{"type": "text", "delta", "text", "isReset"}``, ``{"type": "partial", "value"}``,
@@ -86,20 +92,3 @@ def encode_event(event: TurnEvent) -> dict[str, Any]:
     if type(event) is PartialValue:
         return {"type": "partial", "value": event.value}
     raise TypeError(f"unknown event {event!r}")
-
-
-def encode_turn(session: str, result: TurnResult, warnings: list[str]) -> dict[str, Any]:
-    """``session/respond``: ``{"session", "text", "structured"?, "toolCalls", "usage", "steps",
-    "warnings"?}`` — ``structured`` only for schema turns, ``warnings`` only when non-empty."""
-    out: dict[str, Any] = {"session": session, "text": result.text}
-    if result.has_structured:
-        out["structured"] = result.structured
-    out["toolCalls"] = [encode_record(r) for r in result.records]
-    out["usage"] = encode_usage(result.usage)
-    out["steps"] = [encode_step(s) for s in result.steps]
-    if warnings:
-        out["warnings"] = list(warnings)
-    return out
-
-
-__all__ += ["encode_turn"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from oamd.agent.schema import CompiledSchema, compile_schema
+from oamd.bridge.core_encode import encode_schema_check, encode_tool_checks
 from oamd.bridge.params import Params
 from oamd.bridge.tool_params import parse_tools
 from oamd.errors import InvalidParams
@@ -33,7 +34,7 @@ def schema_validate(req: Request) -> Result:
         raise InvalidParams("Missing required parameter 'schema'.")
     p.opt_string("name")
     compiled = compile_param_schema(p.get("schema"))
-    return Result({"warnings": compiled.warnings, "generationSchema": compiled.generation})
+    return Result(encode_schema_check(compiled))
 
 
 def tools_validate(req: Request) -> Result:
@@ -41,19 +42,7 @@ def tools_validate(req: Request) -> Result:
     if not p.present("tools"):
         raise InvalidParams("Missing required parameter 'tools'.")
     tools, warnings = parse_tools(p.get("tools"))
-    return Result(
-        {
-            "tools": [
-                {
-                    "name": t.name,
-                    "warnings": t.schema.warnings,
-                    "generationSchema": t.schema.generation,
-                }
-                for t in tools
-            ],
-            "warnings": warnings,
-        }
-    )
+    return Result(encode_tool_checks(tools, warnings))
 
 
 def register(registry: Registry) -> None:

@@ -5,6 +5,7 @@ queue, and writes the wire result (``oamd.bridge.encode``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from oamd.agent.envelope import warm_up
@@ -15,12 +16,12 @@ from oamd.agent.session import Session, SessionOptions
 from oamd.agent.tools import RESPOND_DIRECTLY
 from oamd.bridge.budget import params_size
 from oamd.bridge.driver import TurnDriver
-from oamd.bridge.encode import encode_turn
 from oamd.bridge.model_params import resolve_model
 from oamd.bridge.model_warning import system_model_warnings
 from oamd.bridge.params import Params, check_object_id
+from oamd.bridge.session import encode
 from oamd.bridge.session.params import parse_policy_overrides, parse_session_options
-from oamd.bridge.session.transcript import export_transcript, import_transcript
+from oamd.bridge.session.transcript import import_transcript
 from oamd.bridge.state import BridgeState, sessions
 from oamd.bridge.tool_params import parse_tools, tool_count_warning
 from oamd.bridge.validate import compile_param_schema
@@ -110,7 +111,7 @@ def create(req: Request) -> Result:
     state.budget.check_room(session.held_bytes)
     store.add(session)
     _warm(req, session)
-    return Result({"session": session_id, "warnings": warnings})
+    return Result(encode.encode_created(session_id, warnings))
 
 
 def _warm(req: Request, session: Session) -> None:
@@ -164,7 +165,7 @@ def respond(req: Request) -> Deferred:
             TurnPeer(driver.emit, driver.execute, driver.pace),
             room,
         )
-        return encode_turn(session.id, result, warnings)
+        return encode.encode_turn(session.id, result, warnings)
 
     return Deferred.queued(state.budget.held(size, session.queue.schedule(work)))
 
@@ -176,7 +177,7 @@ def _session(req: Request) -> Session:
 
 def cancel(req: Request) -> Result:
     session = _session(req)
-    return Result({"session": session.id, "cancelled": session.queue.cancel_all()})
+    return Result(encode.encode_cancelled(session, session.queue.cancel_all()))
 
 
 def delete(req: Request) -> Result:
@@ -184,41 +185,24 @@ def delete(req: Request) -> Result:
     session = _session(req)
     sessions(state).remove(session.id)
     session.queue.cancel_all()
-    return Result({"session": session.id, "deleted": True})
+    return Result(encode.encode_deleted(session))
 
 
 def list_sessions(req: Request) -> Result:
-    state: BridgeState = req.state
-    out = []
-    for s in sessions(state):
-        item: dict[str, Any] = {"session": s.id, "model": s.model_name}
-        if s.instructions is not None:
-            item["instructions"] = s.instructions
-        item["tools"] = [t.name for t in s.tools]
-        item["busy"] = s.queue.pending > 0
-        item["pendingOperations"] = s.queue.pending
-        item["entries"] = len(s.history)
-        item["createdAt"] = s.created_at
-        out.append(item)
-    return Result({"sessions": out})
+    return Result(encode.encode_list(list(sessions(req.state))))
 
 
 def transcript(req: Request) -> Result:
-    s = _session(req)
-    return Result(
-        {
-            "session": s.id,
-            "transcript": export_transcript(
-                s.instructions,
-                s.context_note,
-                [t.definition for t in s.tools],
-                [*s.history.entries, *(s.in_progress or ())],  # a running turn shows its progress
-            ),
-        }
-    )
+    return Result(encode.encode_transcript(_session(req)))
 
 
-def _queued(req: Request, apply: Any, result: dict[str, Any], *, adds: bool = True) -> Deferred:
+def _queued(
+    req: Request,
+    apply: Callable[[Session], None],
+    result: Callable[[Session], dict[str, Any]] = encode.encode_session,
+    *,
+    adds: bool = True,
+) -> Deferred:
     """``apply`` in the session's queue; an operation that ``adds`` holds its params from now,
     and is refused when they would take the connection over its budget (what it then sets is
     no larger than they are, so applying it never goes over)."""
@@ -230,7 +214,7 @@ def _queued(req: Request, apply: Any, result: dict[str, Any], *, adds: bool = Tr
     async def work(op: Operation) -> dict[str, Any]:
         op.commit()
         apply(session)
-        return result
+        return result(session)
 
     return Deferred.queued(state.budget.held(size, session.queue.schedule(work)))
 
@@ -240,7 +224,7 @@ def reset(req: Request) -> Deferred:
         s.history = History()
         s.set_context_note(None)
 
-    return _queued(req, apply, {"session": req.params.get("session")}, adds=False)
+    return _queued(req, apply, adds=False)
 
 
 def set_instructions(req: Request) -> Deferred:
@@ -249,7 +233,7 @@ def set_instructions(req: Request) -> Deferred:
     def apply(s: Session) -> None:
         s.set_instructions(instructions)
 
-    return _queued(req, apply, {"session": req.params.get("session")})
+    return _queued(req, apply)
 
 
 def set_context_note(req: Request) -> Deferred:
@@ -258,11 +242,11 @@ def set_context_note(req: Request) -> Deferred:
     def apply(s: Session) -> None:
         s.set_context_note(note)
 
-    return _queued(req, apply, {"session": req.params.get("session")})
+    return _queued(req, apply)
 
 
 def set_tools(req: Request) -> Deferred:
-    session = _session(req)
+    _session(req)  # an unknown session is reported before bad tools, as the reference does
     p = Params(req.params)
     if not p.has("tools"):
         raise InvalidParams("Missing required parameter 'tools'.")
@@ -274,7 +258,7 @@ def set_tools(req: Request) -> Deferred:
     def apply(s: Session) -> None:
         s.set_tools(tools)
 
-    return _queued(req, apply, {"session": session.id, "warnings": warnings})
+    return _queued(req, apply, lambda s: encode.encode_tools_set(s, warnings))
 
 
 def compact(req: Request) -> Deferred:
@@ -288,7 +272,7 @@ def compact(req: Request) -> Deferred:
 
     async def work(op: Operation) -> dict[str, Any]:
         summary = await session.compact(op, keep or 0, instructions)
-        return {"session": session.id, "summary": summary}
+        return encode.encode_compacted(session, summary)
 
     return Deferred.queued(state.budget.held(size, session.queue.schedule(work)))
 

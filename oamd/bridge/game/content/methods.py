@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from oamd.bridge.driver import TurnDriver
+from oamd.bridge.game.content import encode
 from oamd.bridge.model_params import resolve_model
 from oamd.bridge.params import Params
 from oamd.bridge.session.params import parse_sampling
@@ -60,12 +61,8 @@ def generate(req: Request) -> Deferred:
     )
 
     async def work() -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "content": await content.generate(request, model, driver.emit, driver.execute)
-        }
-        if warnings:
-            out["warnings"] = warnings
-        return out
+        generated = await content.generate(request, model, driver.emit, driver.execute)
+        return encode.encode_content(generated, warnings)
 
     return Deferred(work)
 

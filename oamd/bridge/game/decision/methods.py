@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from oamd.bridge.driver import TurnDriver
-from oamd.bridge.encode import encode_record, encode_usage
+from oamd.bridge.game.decision import encode
 from oamd.bridge.game.decision.params import actor_persona, parse_options
 from oamd.bridge.game.stores import game
 from oamd.bridge.model_params import resolve_model
@@ -16,7 +16,7 @@ from oamd.bridge.session.params import parse_sampling
 from oamd.bridge.state import BridgeState
 from oamd.bridge.tool_params import parse_tool_choice, parse_tools
 from oamd.errors import InvalidParams, LimitReached
-from oamd.game.decision.decide import Decision, DecisionJob
+from oamd.game.decision.decide import DecisionJob
 from oamd.game.decision.decide import decide as decide_one
 from oamd.game.decision.decide import decide_many as decide_many_service
 from oamd.game.decision.request import DecisionRequest
@@ -90,21 +90,6 @@ def _parse(
     return request, model, warnings
 
 
-def _encode(decision: Decision, warnings: list[str]) -> dict[str, Any]:
-    choice = decision.choice
-    out: dict[str, Any] = {
-        "optionID": choice.option_id,
-        "reasoning": choice.reasoning,
-        "confidence": choice.confidence,
-        "toolCalls": [encode_record(r) for r in decision.records],
-        "usage": encode_usage(decision.usage),
-        "isFallback": decision.is_fallback,
-    }
-    if warnings:
-        out["warnings"] = warnings
-    return out
-
-
 def decide(req: Request) -> Result | Deferred:
     state: BridgeState = req.state
     p = Params(req.params)
@@ -121,7 +106,8 @@ def decide(req: Request) -> Result | Deferred:
     )
 
     async def work() -> dict[str, Any]:
-        return _encode(await decide_one(request, model, driver.emit, driver.execute), warnings)
+        decision = await decide_one(request, model, driver.emit, driver.execute)
+        return encode.encode_decision(decision, warnings)
 
     return Deferred(work)
 
@@ -163,14 +149,11 @@ def decide_many(req: Request) -> Deferred:
         jobs.append(DecisionJob(request, model, driver.emit, driver.execute))
 
     async def work() -> dict[str, Any]:
-        results = [
-            {"error": to_wire_error(r)} if isinstance(r, Exception) else _encode(r, [])
+        outcomes = [
+            {"error": to_wire_error(r)} if isinstance(r, Exception) else r
             for r in await decide_many_service(jobs, workers)
         ]
-        out: dict[str, Any] = {"results": results}
-        if warnings:
-            out["warnings"] = warnings
-        return out
+        return encode.encode_many(outcomes, warnings)
 
     return Deferred(work)
 

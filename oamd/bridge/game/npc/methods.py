@@ -11,7 +11,8 @@ from oamd.agent.history import History
 from oamd.agent.queue import Operation
 from oamd.bridge.budget import params_size
 from oamd.bridge.driver import TurnDriver
-from oamd.bridge.encode import encode_event, encode_record, encode_usage
+from oamd.bridge.encode import encode_event
+from oamd.bridge.game.npc import encode
 from oamd.bridge.game.npc.params import (
     measure_npc,
     memory_to_wire,
@@ -20,7 +21,7 @@ from oamd.bridge.game.npc.params import (
     parse_persona,
     read_update,
 )
-from oamd.bridge.game.npc.state_params import read_save, restore_history, save_npc
+from oamd.bridge.game.npc.state_params import read_save, restore_history
 from oamd.bridge.game.stores import game
 from oamd.bridge.model_params import resolve_model
 from oamd.bridge.model_warning import system_model_warnings
@@ -30,7 +31,7 @@ from oamd.bridge.tool_params import parse_tool_choice, parse_tools, tool_count_w
 from oamd.errors import InvalidParams, OamdError
 from oamd.game.npc.npc import Npc, check_tool_names, tool_names
 from oamd.game.npc.persona import Memory, NpcOptions
-from oamd.game.npc.reply import LineTracker, TalkOutcome
+from oamd.game.npc.reply import LineTracker
 from oamd.game.npc.talk import TalkLine, TalkPeer
 from oamd.game.npc.talk import talk as talk_npc
 from oamd.game.npc.turns import bark_spec, run_bark, warm
@@ -100,7 +101,7 @@ def _insert(req: Request, npc: Npc, warnings: list[str]) -> Result:
     names = tool_names(npc.options, [t.name for t in npc.tools], npc.world is not None)
     if npc.model.capabilities.prefix_cache:
         req.follow_up(partial(warm, npc))
-    return Result({"npc": npc.id, "tools": names, "warnings": warnings})
+    return Result(encode.encode_created(npc, names, warnings))
 
 
 def create(req: Request) -> Result:
@@ -124,33 +125,16 @@ def _npc(req: Request) -> Npc:
     return game(req).npcs.get(Params(req.params).string("npc"))
 
 
-def _talk_result(npc: Npc, outcome: TalkOutcome, warnings: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "npc": npc.id,
-        "line": outcome.line,
-        "emotion": outcome.emotion,
-        "playerOptions": outcome.player_options,
-        "endsConversation": outcome.ends_conversation,
-        "toolCalls": [encode_record(r) for r in outcome.records],
-        "relationship": npc.memory.relationship,
-        "isFallback": outcome.is_fallback,
-        "usage": encode_usage(outcome.usage),
-    }
-    if warnings:
-        out["warnings"] = warnings
-    return out
-
-
 def _npc_events(driver: TurnDriver, npc: Npc) -> tuple[LineTracker, Any]:
     """A tracker that streams the line as ``npc/event``s, and the turn's event sink."""
 
     def send(kind: str, value: str) -> None:
         if kind == "emotion":
-            driver.send_event({"type": "emotion", "emotion": value})
+            driver.send_event(encode.encode_emotion(value))
         elif kind == "delta":
-            driver.send_event({"type": "lineDelta", "delta": value})
+            driver.send_event(encode.encode_line_delta(value))
         else:
-            driver.send_event({"type": "lineReset", "line": value})
+            driver.send_event(encode.encode_line_reset(value))
 
     tracker = LineTracker(npc, send)
 
@@ -191,7 +175,7 @@ def talk(req: Request) -> Deferred:
         talked = await talk_npc(npc, op, TalkLine(line, context, choice), peer, room)
         if talked.follow_up is not None:
             req.follow_up(talked.follow_up)
-        return _talk_result(npc, talked.outcome, warnings)
+        return encode.encode_talk(npc, talked.outcome, warnings)
 
     return Deferred.queued(state.budget.held(size, npc.queue.schedule(work)))
 
@@ -205,7 +189,7 @@ def bark(req: Request) -> Deferred:
     state.budget.check_room(size)
 
     async def work() -> dict[str, Any]:
-        return {"npc": npc.id, "line": await run_bark(npc, spec)}
+        return encode.encode_bark(npc, await run_bark(npc, spec))
 
     return Deferred.queued(state.budget.held(size, work))
 
@@ -213,11 +197,11 @@ def bark(req: Request) -> Deferred:
 def npc_state(req: Request) -> Result | Deferred:
     npc = _npc(req)
     if Params(req.params).opt_bool("settle", True) is False:
-        return Result({"npc": npc.id, "state": save_npc(npc)})
+        return Result(encode.encode_state(npc))
 
     async def work(op: Operation) -> dict[str, Any]:
         op.commit()
-        return {"npc": npc.id, "state": save_npc(npc)}
+        return encode.encode_state(npc)
 
     return Deferred.queued(npc.queue.schedule(work))
 
@@ -283,7 +267,7 @@ def update(req: Request) -> Deferred:
         state.budget.check_room(change.growth(npc) - size)
         op.commit()
         change.apply(npc)
-        return {"npc": npc.id, "warnings": warnings + change.warnings}
+        return encode.encode_updated(npc, warnings + change.warnings)
 
     return Deferred.queued(state.budget.held(size, npc.queue.schedule(work)))
 
@@ -298,14 +282,14 @@ def reset(req: Request) -> Deferred:
         if clear_memory:
             fresh = Memory()
             npc.set_memory(fresh, npc.footprint.growth("memory", json_size(memory_to_wire(fresh))))
-        return {"npc": npc.id}
+        return encode.encode_reset(npc)
 
     return Deferred.queued(npc.queue.schedule(work))
 
 
 def cancel(req: Request) -> Result:
     npc = _npc(req)
-    return Result({"npc": npc.id, "cancelled": npc.queue.cancel_all()})
+    return Result(encode.encode_cancelled(npc, npc.queue.cancel_all()))
 
 
 def delete(req: Request) -> Result:
@@ -314,28 +298,11 @@ def delete(req: Request) -> Result:
     npc.queue.cancel_all()
     if npc.world is not None:
         game(req).worlds.detach_npc(npc.world)
-    return Result({"npc": npc.id, "deleted": True})
+    return Result(encode.encode_deleted(npc))
 
 
 def list_npcs(req: Request) -> Result:
-    out = []
-    for npc in game(req).npcs:
-        out.append(
-            {
-                "npc": npc.id,
-                "name": npc.persona.name,
-                "role": npc.persona.role,
-                "world": npc.world,
-                "model": npc.model_name,
-                "tools": [t.name for t in npc.tools],
-                "turnCount": npc.turn_count,
-                "relationship": npc.memory.relationship,
-                "busy": npc.queue.pending > 0,
-                "pendingOperations": npc.queue.pending,
-                "createdAt": npc.created_at,
-            }
-        )
-    return Result({"npcs": out})
+    return Result(encode.encode_list(list(game(req).npcs)))
 
 
 def register(registry: Registry) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from oamd.bridge.wire import shape
 from oamd.game.world.document import Change, WorldState
 from oamd.game.world.store import Subscription, WorldStore
 
@@ -21,6 +22,7 @@ __all__ = [
 ]
 
 
+@shape("notification", "world/changed")
 def encode_change(sub: Subscription, change: Change) -> dict[str, Any]:
     """``{"world", "subscription", "path", "oldValue"?, "newValue"?}``: ``oldValue`` is omitted
     when the value was created, ``newValue`` when it was removed; JSON ``null`` is sent as null."""
@@ -32,21 +34,25 @@ def encode_change(sub: Subscription, change: Change) -> dict[str, Any]:
     return out
 
 
+@shape("result", "world/subscribe")
 def encode_subscription(sub: Subscription) -> dict[str, Any]:
     """``{"subscription": "sub1", "world": "village", "path": "player"}``"""
     return {"subscription": sub.id, "world": sub.world, "path": sub.path}
 
 
+@shape("result", "world/unsubscribe")
 def encode_unsubscribed(sub: Subscription) -> dict[str, Any]:
     """``world/unsubscribe``: the subscription, ``"unsubscribed": true``."""
     return {**encode_subscription(sub), "unsubscribed": True}
 
 
+@shape("result", "world/create")
 def encode_created(world: WorldState) -> dict[str, Any]:
     """``world/create``: ``{"world": "village", "version": 0}``"""
     return {"world": world.id, "version": world.version}
 
 
+@shape("result", "world/get")
 def encode_value(world: WorldState, path: str, exists: bool, value: Any) -> dict[str, Any]:
     """``world/get``: ``{"world", "path", "value", "exists", "version"}``"""
     return {
@@ -58,11 +64,13 @@ def encode_value(world: WorldState, path: str, exists: bool, value: Any) -> dict
     }
 
 
+@shape("result", "world/set")
 def encode_written(world: WorldState, path: str) -> dict[str, Any]:
     """``world/set`` and ``world/merge``: ``{"world", "path", "version"}``"""
     return {"world": world.id, "path": path, "version": world.version}
 
 
+@shape("result", "world/remove")
 def encode_removed(world: WorldState, path: str, removed: bool, old: Any) -> dict[str, Any]:
     """``world/remove``: ``{"world", "path", "removed", "oldValue", "version"}``"""
     return {
@@ -74,16 +82,19 @@ def encode_removed(world: WorldState, path: str, removed: bool, old: Any) -> dic
     }
 
 
+@shape("result", "world/snapshot")
 def encode_snapshot(world: WorldState) -> dict[str, Any]:
     """``world/snapshot``: ``{"world", "state", "version"}``"""
     return {"world": world.id, "state": world.snapshot(), "version": world.version}
 
 
+@shape("result", "world/delete")
 def encode_deleted(world_id: str, ended: int) -> dict[str, Any]:
     """``world/delete``: ``{"world", "deleted": true, "endedSubscriptions"}``"""
     return {"world": world_id, "deleted": True, "endedSubscriptions": ended}
 
 
+@shape("result", "world/list")
 def encode_list(store: WorldStore) -> dict[str, Any]:
     """``world/list``: ``{"worlds": [{"world", "version", "npcs", "subscriptions", "createdAt"}]}``"""
     return {
