@@ -199,7 +199,7 @@ def transcript(req: Request) -> Result:
 def _queued(
     req: Request,
     apply: Callable[[Session], None],
-    result: Callable[[Session], dict[str, Any]] = encode.encode_session,
+    result: Callable[[Session], dict[str, Any]] | None = None,
     *,
     adds: bool = True,
 ) -> Deferred:
@@ -214,7 +214,7 @@ def _queued(
     async def work(op: Operation) -> dict[str, Any]:
         op.commit()
         apply(session)
-        return result(session)
+        return (result or encode.encode_session)(session)
 
     return Deferred.queued(state.budget.held(size, session.queue.schedule(work)))
 
