@@ -76,8 +76,8 @@ def where_the_bytes_are(sessions: int, turns: int, top: int = 15) -> list[str]:
     """The 64 x 100 run in this process under tracemalloc; the daemon's biggest holders."""
     import anyio
 
-    from oamd.app import default_config, serve_stream
     from oamd.client import Client
+    from oamd.daemon import default_config, serve_stream
     from oamd.transport import memory_stream_pair
 
     async def engine(params: dict) -> dict:

@@ -1,6 +1,6 @@
 """Plays the eval scenarios through the bridge protocol against one model spec and scores them.
 
-The daemon runs in this process over memory streams (``oamd.app.serve_stream``) with the spec's
+The daemon runs in this process over memory streams (``oamd.daemon.serve_stream``) with the spec's
 backend as ``"system"``; an ``oamd.client.Client`` drives it exactly as an engine would, answering
 ``tool/call`` from the scenario fixtures. Turns stream (``"stream": true``), so each step's
 latency is the time from its ``modelStep`` event to the next step, tool call or the response.
@@ -17,9 +17,9 @@ from typing import Any
 import anyio
 
 from evals.scenarios import Line, Scenario, tool_output
-from oamd.app import default_config, serve_stream
 from oamd.backends.base import LanguageModel
 from oamd.client import Client, RpcError
+from oamd.daemon import default_config, serve_stream
 from oamd.transport import memory_stream_pair
 
 __all__ = ["LineResult", "ScenarioResult", "StepClock", "run_scenario", "serve_model"]

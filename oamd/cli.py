@@ -21,8 +21,8 @@ from oamd._command_options import (
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
 )
-from oamd.app import build_registry, default_config, serve_stdio
 from oamd.backends.base import Availability, LanguageModel, UnconfiguredModel
+from oamd.daemon import build_registry, default_config, serve_stdio
 from oamd.jsonvalue import dumps_text
 from oamd.limits import WRITE_GRACE_SECONDS
 from oamd.log import configure_logging
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskStatus
 
-    from oamd.app import ConnectionTap
     from oamd.bridge.state import DaemonConfig
+    from oamd.daemon import ConnectionTap
     from oamd.inspector import Inspector
     from oamd.serve import ServeOptions
 
@@ -283,7 +283,7 @@ def _serve_stdio(
     recording: the recording must see that line and its answer go by; not when inspecting: the
     page is served from the event loop, which must not wait for the engine's first line)."""
     from oamd.bridge.state import BridgeState
-    from oamd.early_initialize import answer_initialize
+    from oamd.daemon.early_initialize import answer_initialize
 
     registry = build_registry(config)
     state = None if tap is not None else BridgeState(config)

@@ -24,9 +24,9 @@ from contract import (
 )
 from hypothesis import settings
 
-from oamd.app import build_registry, default_config, serve_stream
 from oamd.bridge.state import DaemonConfig
 from oamd.client import Client, Recorder
+from oamd.daemon import build_registry, default_config, serve_stream
 from oamd.rpc import Registry
 from oamd.transport import memory_stream_pair
 

@@ -14,10 +14,10 @@ import httpx
 import orjson
 from conftest import recording
 
-from oamd.app import default_config, serve_stream
 from oamd.backends.base import LanguageModel
 from oamd.backends.openai.model import OpenAIModel
 from oamd.client import Client
+from oamd.daemon import default_config, serve_stream
 from oamd.recording import Recorder, read_recording
 from oamd.transport import memory_stream_pair
 

@@ -13,8 +13,8 @@ import pytest
 from android.jvm_support import engine, java_classes, jvm, litert_backend  # noqa: F401 (fixtures)
 from conftest import memory_daemon
 
-from oamd.app import default_config
 from oamd.backends.android.litert import LiteRtModel
+from oamd.daemon import default_config
 
 pytestmark = pytest.mark.anyio
 

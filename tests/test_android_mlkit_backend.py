@@ -19,9 +19,9 @@ from android.jvm_support import java_classes, jvm  # noqa: F401 (fixtures)
 from conftest import memory_daemon
 from contract import validate_result
 
-from oamd.app import default_config
 from oamd.backends.android.jvm import DownloadProgress
 from oamd.backends.android.mlkit import MlKitModel
+from oamd.daemon import default_config
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = ROOT / "android_host"

@@ -171,7 +171,7 @@ def traced_distributions() -> set[str]:
         "    tops = {m.split('.')[0] for m in list(sys.modules)}\n"
         "    sys.stderr.write('MODULES ' + json.dumps(sorted(tops)) + '\\n')\n"
         "atexit.register(dump)\n"
-        "import oamd.app, oamd.serve, oamd.backends.android.jvm, oamd.backends.android.litert, oamd.backends.android.mlkit\n"
+        "import oamd.daemon, oamd.serve, oamd.backends.android.jvm, oamd.backends.android.litert, oamd.backends.android.mlkit\n"
         "from oamd.log import get_logger\n"
         "from oamd.cli import main\n"
         "get_logger('oamd.serve').debug('traced')\n"

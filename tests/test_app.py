@@ -12,9 +12,9 @@ import anyio
 import pytest
 from conftest import memory_daemon
 
-from oamd.app import build_registry, default_config
 from oamd.bridge.extensions import EXTENSIONS, TESTING
 from oamd.client import RpcError
+from oamd.daemon import build_registry, default_config
 from oamd.rpc import Registry
 
 pytestmark = pytest.mark.anyio

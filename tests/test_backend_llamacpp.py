@@ -20,7 +20,6 @@ from conftest import memory_daemon
 
 import oamd.cli
 from evals.scenarios import CHECK_MENU, TAKE_ORDER  # the eval tools, one definition
-from oamd.app import default_config
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -33,6 +32,7 @@ from oamd.backends.base import (
 from oamd.backends.llamacpp.model import LlamaCppModel
 from oamd.backends.spec import model_from_spec
 from oamd.client import connect_stdio
+from oamd.daemon import default_config
 from oamd.errors import ModelError
 
 pytestmark = [
@@ -420,7 +420,7 @@ async def test_every_step_reuses_the_instructions_from_the_kv_cache_the_first_af
 
 STDIO_LAUNCHER = (
     "import sys, anyio\n"
-    "from oamd.app import default_config, serve_stdio\n"
+    "from oamd.daemon import default_config, serve_stdio\n"
     "from oamd.backends.spec import model_from_spec\n"
     "anyio.run(lambda: serve_stdio(default_config(model_from_spec(sys.argv[1]))))\n"
 )

@@ -19,7 +19,6 @@ from backends import fake_http
 from backends.llama_server import LlamaServer, missing_reason, running_server
 from conftest import OAMD, contract_checker, memory_daemon
 
-from oamd.app import default_config
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -39,6 +38,7 @@ from oamd.backends.openai.model import OpenAIModel
 from oamd.backends.openai.wire import MAX_STEP_TOOL_CALL_CHARS, MAX_STEP_TOOL_CALLS
 from oamd.backends.spec import model_from_spec
 from oamd.client import Recorder, RpcError, connect_stdio
+from oamd.daemon import default_config
 from oamd.errors import ModelError
 
 pytestmark = pytest.mark.anyio

@@ -17,9 +17,9 @@ from backends.fault_server import FAULTS, ODD_ANSWERS, REPLY, FaultServer, runni
 from conftest import memory_daemon
 
 from oamd.agent import turn_spec
-from oamd.app import default_config
 from oamd.backends.spec import model_from_spec
 from oamd.client import Client
+from oamd.daemon import default_config
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,6 @@ import pytest
 from backends import fake_http
 from conftest import memory_daemon
 
-from oamd.app import default_config
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
 from oamd.backends.openai import model as openai_backend
 from oamd.backends.openai.model import OpenAIModel
@@ -28,6 +27,7 @@ from oamd.backends.openai.wire import (
 )
 from oamd.backends.spec import model_from_spec
 from oamd.client import Client, RpcError
+from oamd.daemon import default_config
 
 pytestmark = pytest.mark.anyio
 

@@ -16,9 +16,9 @@ import pytest
 from backends.batching_server import REPLY, BatchingServer, running
 from conftest import memory_daemon
 
-from oamd.app import default_config
 from oamd.backends.spec import model_from_spec
 from oamd.client import Client
+from oamd.daemon import default_config
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from conftest import memory_daemon
 
-from oamd.app import default_config
+from oamd.daemon import default_config
 from oamd.limits import (
     MAX_IN_FLIGHT_REQUESTS,
     MAX_QUEUED_OPERATIONS,

@@ -15,7 +15,6 @@ import anyio
 import pytest
 from conftest import memory_daemon
 
-from oamd.app import default_config
 from oamd.backends.base import (
     Availability,
     GenerationRequest,
@@ -26,6 +25,7 @@ from oamd.backends.base import (
     TextDelta,
     Usage,
 )
+from oamd.daemon import default_config
 
 pytestmark = pytest.mark.anyio
 

@@ -10,9 +10,9 @@ import anyio
 import pytest
 from conftest import memory_daemon
 
-from oamd.app import build_registry, default_config, serve_stream
 from oamd.bridge.state import BridgeState
 from oamd.client import Client
+from oamd.daemon import build_registry, default_config, serve_stream
 from oamd.rpc import Deferred, Registry, Result
 from oamd.transport import memory_stream_pair
 

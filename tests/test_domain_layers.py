@@ -22,7 +22,7 @@ FORBIDDEN = (
     "oamd.rpc",
     "oamd.transport",
     "oamd.serve",
-    "oamd.app",
+    "oamd.daemon",
     "oamd.inspector",
     "oamd.recording",
 )

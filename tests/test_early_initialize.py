@@ -13,10 +13,10 @@ import orjson
 import pytest
 from conftest import OAMD
 
-from oamd.app import build_registry, default_config
 from oamd.backends.base import Availability, LanguageModel
 from oamd.bridge.state import BridgeState
-from oamd.early_initialize import answer_initialize
+from oamd.daemon import build_registry, default_config
+from oamd.daemon.early_initialize import answer_initialize
 
 INITIALIZE = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.0"}}\n'
 PING = b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n'

@@ -21,7 +21,6 @@ from conftest import memory_daemon, recording
 
 import oamd.agent.step_log
 from oamd.agent.trace import StepFigures
-from oamd.app import default_config, serve_stream
 from oamd.backends.base import (
     Availability,
     LanguageModel,
@@ -30,6 +29,7 @@ from oamd.backends.base import (
     Usage,
 )
 from oamd.client import Client
+from oamd.daemon import default_config, serve_stream
 from oamd.inspector import Inspector, bind_loopback
 from oamd.limits import INSPECT_MESSAGE_CHARS, INSPECT_PAGE_QUEUE_EVENTS, INSPECT_TURNS_KEPT
 from oamd.transport import memory_stream_pair

@@ -18,7 +18,7 @@ from anyio.abc import ByteStream
 from conftest import memory_daemon
 
 from oamd.agent.trace import TURN_TRACER
-from oamd.app import default_config, serve_stream
+from oamd.daemon import default_config, serve_stream
 from oamd.inspector import Inspector
 from oamd.limits import INSPECT_MAX_HEAD_BYTES
 from oamd.rpc.observe import CONNECTION_WATCH

@@ -39,6 +39,21 @@ ALLOWED = {
         "log",
         "jsonvalue",
     },
+    # one connection however it arrives, and the method set: above the bridge, below serve/,
+    # recording/ and the command line
+    "daemon": {
+        "daemon",
+        "bridge",
+        "rpc",
+        "transport",
+        "agent.models",
+        "backends.base",
+        "backends.scripted.model",
+        "limits",
+        "errors",
+        "log",
+        "jsonvalue",
+    },
     "client": {"client", "transport", "rpc.errors", "jsonvalue"},
     # programs a game developer copies from: the public client only, and nothing imports them
     "examples": {"examples", "client"},
@@ -46,10 +61,10 @@ ALLOWED = {
     # oamd.cli hands its lookup to the backend; it needs none of the daemon's layers itself
     "models": {"models", "limits", "errors", "log", "jsonvalue"},
     # records a connection from its wire and its models, and replays one on a daemon it starts:
-    # it sits above the app (which only knows a tap by its type), below nothing but the CLI
+    # it sits above the daemon (which only knows a tap by its type), below nothing but the CLI
     "recording": {
         "recording",
-        "app",
+        "daemon",
         "transport",
         "agent.models",
         "backends.base",

@@ -11,10 +11,10 @@ from conftest import memory_daemon
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oamd.app import default_config
 from oamd.backends._reasoning import ReasoningFilter
 from oamd.backends.llamacpp.runtime import NO_THINKING
 from oamd.backends.spec import model_from_spec
+from oamd.daemon import default_config
 
 
 def filtered(pieces: list[str]) -> str:

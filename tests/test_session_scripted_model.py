@@ -10,10 +10,10 @@ import anyio
 import pytest
 from conftest import memory_daemon
 
-from oamd.app import default_config
 from oamd.backends.base import ChatMessage, GenerationRequest, TextDelta
 from oamd.bridge.model_params import resolve_model
 from oamd.client import RpcError
+from oamd.daemon import default_config
 from oamd.limits import MAX_SCRIPT_CHUNKS
 
 pytestmark = pytest.mark.anyio

@@ -10,9 +10,9 @@ import anyio
 import pytest
 from conftest import memory_daemon
 
-from oamd.app import default_config
 from oamd.backends.base import ChatMessage
 from oamd.backends.scripted.model import ScriptedModel, parse_script
+from oamd.daemon import default_config
 
 pytestmark = pytest.mark.anyio
 

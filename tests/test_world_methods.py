@@ -12,9 +12,9 @@ import anyio
 import pytest
 from conftest import memory_daemon
 
-from oamd.app import build_registry, default_config
 from oamd.bridge.game.world import methods as world
 from oamd.client import Client, RpcError
+from oamd.daemon import build_registry, default_config
 
 pytestmark = pytest.mark.anyio
 

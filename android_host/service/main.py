@@ -26,10 +26,10 @@ from pathlib import Path
 
 import anyio
 
-from oamd.app import default_config
 from oamd.backends.android.jvm import JvmRuntime
 from oamd.backends.android.litert import LiteRtModel
 from oamd.backends.android.mlkit import MlKitModel
+from oamd.daemon import default_config
 from oamd.serve import ServeOptions, serve
 
 DEFAULT_BACKEND = "litert"

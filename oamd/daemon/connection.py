@@ -1,43 +1,28 @@
-"""Wiring: the registry with every method set, per-connection state, and the served transports.
-
-Start-up loads only what answering ``initialize`` needs (the core methods, the rpc layer, the
-transport): every other namespace is listed from ``bridge.extensions`` at once and its module (with the
-agent, game and schema code under it) loads on the first call of one of its methods.
-"""
+"""One connection, however it arrives: ``open_connection`` gives a byte stream its state, its
+close hook and its ``Connection``, for stdio (``serve_stdio``, whose state may already have
+answered an early ``initialize``), memory streams (``serve_stream``), a tapped (recorded)
+stream and every socket client of ``oamd serve``."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from oamd.agent.models import ModelFactory, ModelMaker
-from oamd.backends.base import LanguageModel, UnconfiguredModel
-from oamd.bridge import core
-from oamd.bridge.extensions import EXTENSIONS, TESTING
+from oamd.agent.models import ModelFactory
 from oamd.bridge.state import BridgeState, DaemonConfig
-from oamd.limits import (
-    DEFAULT_TOOL_TIMEOUT_SECONDS,
-    MAX_CONNECTION_BYTES,
-    MAX_LINE_BYTES,
-    MAX_OUTBOX_BYTES,
-    MAX_SESSIONS,
-)
+from oamd.daemon.wiring import build_registry
+from oamd.limits import MAX_LINE_BYTES, MAX_OUTBOX_BYTES
 from oamd.rpc import Registry
 
 if TYPE_CHECKING:
     from anyio.abc import ByteStream
 
-__all__ = [
-    "ConnectionTap",
-    "DaemonConfig",
-    "build_registry",
-    "default_config",
-    "serve_stdio",
-    "serve_stream",
-]
+    from oamd.rpc import Connection
+    from oamd.rpc.connection import Gate
+
+__all__ = ["ConnectionTap", "open_connection", "serve_stdio", "serve_stream"]
 
 
 ConnectionTap = Callable[
@@ -48,59 +33,32 @@ to serve it with, and its block ends once the connection has closed. A tap that 
 ``keep_secret(text)`` method is given the socket token by ``oamd serve``, which it must not keep."""
 
 
-def _loader(module: str) -> Any:
-    def load(registry: Registry) -> None:
-        importlib.import_module(f"oamd.bridge.{module}").register(registry)
-
-    return load
-
-
-def build_registry(config: DaemonConfig) -> Registry:
-    """The core methods, and every namespace of every extension listed to load on first use."""
-    registry = Registry()
-    core.register(registry)
-    extensions = [*EXTENSIONS, TESTING] if config.test_methods else EXTENSIONS
-    for namespace in (n for extension in extensions for n in extension.namespaces):
-        for method in namespace.notifications:
-            registry.declare_notification(method)
-        for method in namespace.client_requests:
-            registry.declare_client_request(method)
-        registry.register_on_first_use(namespace.name, namespace.methods, _loader(namespace.module))
-    return registry
-
-
-def _scripted_maker(record: bool) -> ModelMaker:
-    """Builds scripted models; they keep what they were shown only for ``test/modelRequests``."""
-
-    def make(spec: dict[str, Any], path: str) -> LanguageModel:
-        from oamd.backends.scripted.model import ScriptedModel, parse_script  # loads with a session
-
-        steps, fallback = parse_script(spec, path)
-        return ScriptedModel(steps, fallback, record=record)
-
-    return make
-
-
-def default_config(
-    system_model: LanguageModel | None = None,
+def open_connection(
+    stream: ByteStream,
+    registry: Registry,
+    state: BridgeState,
     *,
-    allow_scripted: bool = True,
-    test_methods: bool = False,
-    max_sessions: int = MAX_SESSIONS,
-    tool_timeout: float = DEFAULT_TOOL_TIMEOUT_SECONDS,
-    max_connection_bytes: int = MAX_CONNECTION_BYTES,
-) -> DaemonConfig:
-    models = ModelFactory(
-        system_model or UnconfiguredModel(),
-        types={"scripted": _scripted_maker(record=test_methods)},
-        allow_scripted=allow_scripted,
-    )
-    return DaemonConfig(
-        models=models,
-        test_methods=test_methods,
-        max_sessions=max_sessions,
-        tool_timeout=tool_timeout,
-        max_connection_bytes=max_connection_bytes,
+    max_line_bytes: int,
+    max_outbox_bytes: float,
+    hangup_on_eof: bool,
+    gate: Gate | None = None,
+) -> Connection:
+    """The ``Connection`` serving ``stream`` with ``state``, which lets go of every session, NPC
+    and world (cancelling their work) once the connection closes."""
+    from oamd.rpc import Connection  # the event loop's side loads once serving begins
+
+    async def on_close() -> None:
+        state.cancel_all_work()
+
+    return Connection(
+        stream,
+        registry,
+        state,
+        max_line_bytes=max_line_bytes,
+        on_close=on_close,
+        gate=gate,
+        hangup_on_eof=hangup_on_eof,
+        max_outbox_bytes=max_outbox_bytes,
     )
 
 
@@ -131,19 +89,11 @@ async def serve_stream(
                 max_outbox_bytes=max_outbox_bytes,
                 hangup_on_eof=hangup_on_eof,
             )
-    from oamd.rpc import Connection  # the event loop's side loads once serving begins
-
-    state = state or BridgeState(config)
-
-    async def on_close() -> None:
-        state.cancel_all_work()
-
-    conn = Connection(
+    conn = open_connection(
         stream,
         registry or build_registry(config),
-        state,
+        state or BridgeState(config),
         max_line_bytes=max_line_bytes,
-        on_close=on_close,
         max_outbox_bytes=max_outbox_bytes,
         hangup_on_eof=hangup_on_eof,
     )
@@ -163,7 +113,7 @@ async def serve_stdio(
     tap: ConnectionTap | None = None,
 ) -> bool:
     """Serves stdin/stdout (``True``: it ended because stdout broke, or the parent let more than
-    ``max_outbox_bytes`` pile up); ``initial``: what was read before (``oamd.early_initialize``),
+    ``max_outbox_bytes`` pile up); ``initial``: what was read before (``oamd.daemon.early_initialize``),
     with the ``registry`` and ``state`` that answered it; ``tap``: see ``serve_stream``."""
     from oamd.transport import stdio_stream
 

@@ -21,7 +21,7 @@ import anyio
 import orjson
 from anyio.abc import ByteStream
 
-from oamd.app import default_config, serve_stream
+from oamd.daemon import default_config, serve_stream
 from oamd.jsonvalue import dumps_text
 from oamd.limits import MAX_CONNECTION_BYTES, MAX_LINE_BYTES, MAX_SESSIONS, MAX_TIMEOUT_SECONDS
 from oamd.recording._diff import Difference, compare_lines, exchanges, is_streamed

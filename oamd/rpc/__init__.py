@@ -1,7 +1,7 @@
 """JSON-RPC: lines ⇄ messages, the registry, dispatch in arrival order, one writer, one error boundary.
 
 The connection (and the event loop's libraries with it) loads when first asked for, so the registry
-and the error table can be used before the loop exists (``oamd.early_initialize``).
+and the error table can be used before the loop exists (``oamd.daemon.early_initialize``).
 """
 
 from typing import TYPE_CHECKING, Any

@@ -43,8 +43,8 @@ import anyio
 from anyio.abc import ByteStream, TaskGroup, TaskStatus
 
 from oamd.agent.models import ModelFactory
-from oamd.app import ConnectionTap, build_registry
 from oamd.bridge.state import BridgeState, DaemonConfig
+from oamd.daemon import ConnectionTap, build_registry, open_connection
 from oamd.errors import LimitReached
 from oamd.jsonvalue import dumps_text
 from oamd.limits import (
@@ -341,19 +341,14 @@ class Server:
         trusted: bool,
     ) -> None:
         state = BridgeState(replace(self.config, models=models))
-
-        async def on_close() -> None:
-            state.cancel_all_work()
-
-        conn = Connection(
+        conn = open_connection(
             stream,
             self.registry,
             state,
             max_line_bytes=self.options.max_line_bytes,
-            on_close=on_close,
-            gate=gate,
-            hangup_on_eof=True,
             max_outbox_bytes=self.options.max_outbox_bytes,
+            hangup_on_eof=True,
+            gate=gate,
         )
         client = self._clients[key] = _Client(conn, state, stream, admitted=trusted)
         if gate is not None:
