@@ -1,9 +1,9 @@
 """The ``oamd`` command: ``stdio`` serves the protocol on stdin/stdout, ``serve`` on Unix and
 loopback TCP sockets for many clients (either one recording its connections with ``--record``),
 ``replay`` plays recordings back, ``check`` reports the model, ``version``, ``models`` manages
-the local model store (``oamd._models_command``), and ``conformance`` hands its arguments to the
-conformance runner. It only wires: the command line's grammar, help and usage errors are
-``oamd._command_line``'s."""
+the local model store (``oamd.cli.models_command``), and ``conformance`` hands its arguments to
+the conformance runner. It only wires: the command line's grammar, help and usage errors are
+``oamd.cli.command_line``'s."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oamd import __version__
-from oamd._command_line import CommandLine, parse_command_line
-from oamd._command_options import (
+from oamd.app import build_registry, default_config, serve_stdio
+from oamd.backends.base import Availability, LanguageModel, UnconfiguredModel
+from oamd.cli.command_line import CommandLine, parse_command_line
+from oamd.cli.options import (
     EXIT_INTERRUPTED,
     EXIT_OUTPUT_BROKEN,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
 )
-from oamd.app import build_registry, default_config, serve_stdio
-from oamd.backends.base import Availability, LanguageModel, UnconfiguredModel
 from oamd.jsonvalue import dumps_text
 from oamd.limits import WRITE_GRACE_SECONDS
 from oamd.log import configure_logging
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return conformance_main(args.arguments, prog="oamd conformance")
     if line.command == "models":  # the store's actions print for people, they do not log
-        from oamd._models_command import run_models
+        from oamd.cli.models_command import run_models
 
         return run_models(line)
     configure_logging(args.log_level, args.log_format)

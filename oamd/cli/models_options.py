@@ -1,4 +1,4 @@
-"""The grammar and help of ``oamd models pull|list|rm`` (``oamd._models_command`` runs them):
+"""The grammar and help of ``oamd models pull|list|rm`` (``oamd.cli.models_command`` runs them):
 each action's arguments with their defaults, and the exit codes each one documents. Loads
 nothing of the store: ``oamd --help`` stays as quick as before."""
 
@@ -8,7 +8,7 @@ import argparse
 import re
 import textwrap
 
-from oamd._command_options import (
+from oamd.cli.options import (
     EPILOG_WIDTH,
     EXIT_INTERRUPTED,
     EXIT_UNAVAILABLE,

@@ -14,7 +14,8 @@ import os
 import textwrap
 from typing import Any, NoReturn
 
-from oamd._command_options import (
+from oamd.cli.models_options import add_models_command
+from oamd.cli.options import (
     CHECK_EXITS,
     EPILOG_WIDTH,
     MODEL_FORMS,
@@ -27,7 +28,6 @@ from oamd._command_options import (
     add_stdio_options,
     exit_codes,
 )
-from oamd._models_options import add_models_command
 from oamd.log import LEVELS
 
 __all__ = ["CommandLine", "parse_command_line"]
