@@ -17,7 +17,7 @@ from oamd import __version__
 from oamd.app import build_registry, default_config, serve_stdio
 from oamd.backends.base import Availability, LanguageModel, UnconfiguredModel
 from oamd.cli.command_line import CommandLine, parse_command_line
-from oamd.cli.options import (
+from oamd.cli.exits import (
     EXIT_INTERRUPTED,
     EXIT_OUTPUT_BROKEN,
     EXIT_UNAVAILABLE,
