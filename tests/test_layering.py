@@ -177,7 +177,7 @@ def _importers(package: str) -> list[str]:
 
 def test_only_the_command_line_imports_the_inspector():
     """``--inspect`` is wired in by ``oamd/cli`` alone, so without it nothing loads the inspector."""
-    assert _importers("inspector") == ["oamd/cli/dispatch.py"]
+    assert _importers("inspector") == ["oamd/cli/serving.py"]
 
 
 def test_nothing_in_the_daemon_imports_the_command_line_but_main():
