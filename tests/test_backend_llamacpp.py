@@ -5,7 +5,6 @@ keeps running while tokens are decoded, and whole turns through the protocol."""
 from __future__ import annotations
 
 import contextlib
-import inspect
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -18,7 +17,6 @@ import pytest
 from backends.llama_server import missing_reason
 from conftest import memory_daemon
 
-import oamd.cli
 from evals.scenarios import CHECK_MENU, TAKE_ORDER  # the eval tools, one definition
 from oamd.backends.base import (
     ChatMessage,
@@ -418,19 +416,9 @@ async def test_every_step_reuses_the_instructions_from_the_kv_cache_the_first_af
     assert all(usage.cached_input_tokens >= instructions for _, usage in model.usage), model.usage
 
 
-STDIO_LAUNCHER = (
-    "import sys, anyio\n"
-    "from oamd.daemon import default_config, serve_stdio\n"
-    "from oamd.backends.spec import model_from_spec\n"
-    "anyio.run(lambda: serve_stdio(default_config(model_from_spec(sys.argv[1]))))\n"
-)
-"""``oamd stdio --model SPEC`` for as long as ``oamd.cli`` does not parse specs itself."""
-
-
 def stdio_command(spec: str) -> list[str]:
-    if "oamd.backends.spec" in inspect.getsource(oamd.cli):
-        return [sys.executable, "-m", "oamd", "stdio", "--model", spec]
-    return [sys.executable, "-c", STDIO_LAUNCHER, spec]
+    """``oamd stdio --model SPEC``."""
+    return [sys.executable, "-m", "oamd", "stdio", "--model", spec]
 
 
 async def test_oamd_stdio_serves_a_turn_on_the_embedded_model():

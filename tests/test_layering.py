@@ -58,10 +58,10 @@ ALLOWED = {
     # programs a game developer copies from: the public client only, and nothing imports them
     "examples": {"examples", "client"},
     # the model store is a leaf beside backends/: the llama.cpp backend may not import it, so
-    # oamd.cli hands its lookup to the backend; it needs none of the daemon's layers itself
+    # oamd/cli hands its lookup to the backend; it needs none of the daemon's layers itself
     "models": {"models", "limits", "errors", "log", "jsonvalue"},
     # records a connection from its wire and its models, and replays one on a daemon it starts:
-    # it sits above the daemon (which only knows a tap by its type), below nothing but the CLI
+    # it sits above the daemon (which only knows a tap by its type), below nothing but oamd/cli
     "recording": {
         "recording",
         "daemon",
@@ -78,8 +78,8 @@ ALLOWED = {
         "jsonvalue",
     },
     # the inspector reads what a connection holds (rpc, agent, game objects) and listens on a
-    # socket (transport), but is wired in by cli.py alone: nothing below imports it, and it never
-    # imports bridge/, serve/ or app.py, so --inspect cannot change how a request is handled
+    # socket (transport), but is wired in by oamd/cli alone: nothing below imports it, and it never
+    # imports bridge/, serve/ or daemon/, so --inspect cannot change how a request is handled
     "inspector": {
         "inspector",
         "rpc",
@@ -87,6 +87,26 @@ ALLOWED = {
         "game",
         "backends.base",
         "transport",
+        "limits",
+        "errors",
+        "log",
+        "jsonvalue",
+    },
+    # the command line is the top layer: it makes a process of the layers below (the daemon, a
+    # server, a recorder, an inspector, the model store's lookups handed to the backends), and
+    # nothing in the package imports it but __main__ (test below; evals/ and bench/ do, outside)
+    "cli": {
+        "cli",
+        "daemon",
+        "bridge.state",
+        "serve",
+        "recording",
+        "inspector",
+        "transport.sockets",
+        "backends.base",
+        "backends.spec",
+        "models",
+        "conformance",
         "limits",
         "errors",
         "log",
@@ -173,12 +193,21 @@ def test_the_error_table_matches_protocol_errors_json_row_by_row():
     assert [(row["name"], row["code"]) for row in ERRORS] == list(CODES.items())
 
 
-def test_only_the_command_line_imports_the_inspector():
-    """``--inspect`` is wired in by ``cli.py`` alone, so without it nothing loads the inspector."""
-    importers = sorted(
+def _importers(package: str) -> list[str]:
+    """The modules outside ``oamd/<package>`` that import it."""
+    return sorted(
         str(path.relative_to(ROOT.parent))
         for path in ROOT.rglob("*.py")
-        if path.parent.name != "inspector"
-        and any(t == "inspector" or t.startswith("inspector.") for t in _imports(path))
+        if package not in path.relative_to(ROOT).parts
+        and any(t == package or t.startswith(package + ".") for t in _imports(path))
     )
-    assert importers == ["oamd/cli.py"]
+
+
+def test_only_the_command_line_imports_the_inspector():
+    """``--inspect`` is wired in by ``oamd/cli`` alone, so without it nothing loads the inspector."""
+    assert _importers("inspector") == ["oamd/cli/serving.py"]
+
+
+def test_nothing_in_the_daemon_imports_the_command_line_but_main():
+    """``oamd/cli`` is the top layer: ``python -m oamd`` runs it, nothing below may reach up to it."""
+    assert _importers("cli") == ["oamd/__main__.py"]

@@ -13,7 +13,7 @@ import time
 import pytest
 from conftest import OAMD
 
-from oamd.cli import EXIT_OUTPUT_BROKEN
+from oamd.cli.exits import EXIT_OUTPUT_BROKEN
 
 STEP_MS = 1000
 LINES = [

@@ -13,7 +13,7 @@ from typing import Any
 
 from conftest import OAMD
 
-from oamd.cli import EXIT_OUTPUT_BROKEN
+from oamd.cli.exits import EXIT_OUTPUT_BROKEN
 
 
 def request(msg_id: int, method: str, params: dict[str, Any]) -> bytes:

@@ -514,7 +514,7 @@ class Connection:
         are freed by reference counting the moment the last outside reference goes: a cycle
         through it (its own bound method below; the application's state pointing back at the
         connection, as a world's change sink does) would wait for a full collection, which the
-        tuned collector of a serving process almost never runs (``cli.GC_THRESHOLDS``)."""
+        tuned collector of a serving process almost never runs (``cli.tuning.GC_THRESHOLDS``)."""
         self._on_line = _ignore_line  # was a bound method of self
         self._on_close = None
         self._gate = None

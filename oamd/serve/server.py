@@ -110,8 +110,8 @@ def collect_after_close(state: dict[str, float], *, idle: bool = False) -> None:
     second in the soak) the middle generation was never collected and what other connections
     had left there stayed: RSS 31 → 600 MiB in 30 s. So the middle generation is collected when
     its count passes its threshold, and everything at most ``FULL_COLLECTION_SECONDS`` apart
-    (``cli.GC_THRESHOLDS``: the automatic full collection practically never runs), or when the
-    last client has left (``idle``: nobody waits for it then)."""
+    (``cli.tuning.GC_THRESHOLDS``: the automatic full collection practically never runs), or when
+    the last client has left (``idle``: nobody waits for it then)."""
     counts, thresholds = gc.get_count(), gc.get_threshold()
     now = time.monotonic()
     if idle:

@@ -2,7 +2,7 @@
 ``Session.respond`` owns a session's — run the line, decide what it keeps, ask the connection's
 budget, commit, keep it — and names the follow-up the daemon should run after the answer
 (compaction when due, else a prefill of the next turn's beginning, else none). The adapter
-(``methods/npc.py``) only reads params, encodes, and schedules that follow-up.
+(``bridge/game/npc/methods.py``) only reads params, encodes, and schedules that follow-up.
 """
 
 from __future__ import annotations

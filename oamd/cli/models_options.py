@@ -1,6 +1,6 @@
-"""The grammar and help of ``oamd models pull|list|rm`` (``oamd._models_command`` runs them):
-each action's arguments with their defaults, and the exit codes each one documents. Loads
-nothing of the store: ``oamd --help`` stays as quick as before."""
+"""The grammar and help of ``oamd models pull|list|rm`` (``oamd.cli.models_command`` runs them):
+each action's arguments with their defaults; the exit codes their help lists are
+``oamd.cli.exits``'. Loads nothing of the store: ``oamd --help`` stays as quick as before."""
 
 from __future__ import annotations
 
@@ -8,26 +8,10 @@ import argparse
 import re
 import textwrap
 
-from oamd._command_options import (
-    EPILOG_WIDTH,
-    EXIT_INTERRUPTED,
-    EXIT_UNAVAILABLE,
-    EXIT_USAGE,
-    USAGE_ROW,
-    exit_codes,
-)
+from oamd.cli.exits import EPILOG_WIDTH, LIST_EXITS, PULL_EXITS, RM_EXITS
 
-__all__ = [
-    "EXIT_DOWNLOAD_FAILED",
-    "EXIT_REFUSED",
-    "EXIT_STORE_FAILED",
-    "PROGRESS_STYLES",
-    "add_models_command",
-]
+__all__ = ["PROGRESS_STYLES", "add_models_command"]
 
-EXIT_DOWNLOAD_FAILED = 4
-EXIT_REFUSED = 5
-EXIT_STORE_FAILED = 6
 PROGRESS_STYLES = ("auto", "bar", "json", "none")
 SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 """``fullmatch``ed: ``$`` would accept a digest ending in a line break."""
@@ -45,37 +29,6 @@ $OAMD_CATALOG_BASE_URL names a mirror of the catalog's files (an http(s) URL):
 it replaces https://huggingface.co in each catalog URL, the paths below it
 unchanged. The catalog's sizes and SHA-256s (or --sha256's) still apply: a
 mirror must serve the same files."""
-
-PULL_EXITS = exit_codes(
-    (0, "the model is in the store, verified (its path is printed on stdout)"),
-    (
-        EXIT_USAGE,
-        "a usage error: an unknown name, not an http(s) URL, a bad --sha256 or"
-        " $OAMD_CATALOG_BASE_URL",
-    ),
-    (
-        EXIT_DOWNLOAD_FAILED,
-        "the download failed: the server refused (404, 5xx…), could not be reached, or the "
-        "connection kept breaking; a partial file is kept and the same command resumes it",
-    ),
-    (
-        EXIT_REFUSED,
-        "the file is not what was expected (size, GGUF header or SHA-256): it was deleted",
-    ),
-    (
-        EXIT_STORE_FAILED,
-        "the store cannot be written (the disk is full, no permission, a file in its place);"
-        " what was downloaded is kept and the same command resumes it",
-    ),
-    (EXIT_INTERRUPTED, "interrupted (Ctrl-C): the partial file is kept for the next pull"),
-)
-LIST_EXITS = exit_codes((0, "always"))
-RM_EXITS = exit_codes(
-    (0, "the model was removed"),
-    USAGE_ROW,
-    (EXIT_UNAVAILABLE, "no model of that name is in the store"),
-    (EXIT_STORE_FAILED, "a pull of it is running, or its files cannot be deleted"),
-)
 
 
 def _paragraph(text: str) -> str:

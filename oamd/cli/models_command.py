@@ -11,9 +11,14 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
-from oamd._command_line import CommandLine
-from oamd._command_options import EXIT_INTERRUPTED, EXIT_UNAVAILABLE
-from oamd._models_options import EXIT_DOWNLOAD_FAILED, EXIT_REFUSED, EXIT_STORE_FAILED
+from oamd.cli.command_line import CommandLine
+from oamd.cli.exits import (
+    EXIT_DOWNLOAD_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_REFUSED,
+    EXIT_STORE_FAILED,
+    EXIT_UNAVAILABLE,
+)
 from oamd.jsonvalue import dumps_text
 from oamd.models.catalog import BASE_URL_VARIABLE, catalog, find_entry, mirror
 from oamd.models.store import PullRunning, Store, check_name, name_from_url

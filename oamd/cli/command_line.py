@@ -14,20 +14,22 @@ import os
 import textwrap
 from typing import Any, NoReturn
 
-from oamd._command_options import (
+from oamd.cli.exits import (
     CHECK_EXITS,
     EPILOG_WIDTH,
-    MODEL_FORMS,
     REPLAY_EXITS,
     SERVE_EXITS,
     STDIO_EXITS,
+    exit_codes,
+)
+from oamd.cli.models_options import add_models_command
+from oamd.cli.options import (
+    MODEL_FORMS,
     add_replay_options,
     add_serve_options,
     add_serving_options,
     add_stdio_options,
-    exit_codes,
 )
-from oamd._models_options import add_models_command
 from oamd.log import LEVELS
 
 __all__ = ["CommandLine", "parse_command_line"]

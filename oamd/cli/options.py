@@ -1,14 +1,14 @@
-"""The options of the serving commands (``oamd stdio``, ``oamd serve``), each with its type,
-default and help, and the texts the commands' help ends with: the ``--model`` forms and each
-command's exit codes. A value that would silently mean something else (a negative or nan timeout
-meant "wait forever", a zero line limit refused every line) is a usage error here."""
+"""The options of ``oamd stdio``, ``oamd serve`` and ``oamd replay``, each with its type, default
+and help, and the ``--model`` forms the serving commands' help ends with. A value that would
+silently mean something else (a negative or nan timeout meant "wait forever", a zero line limit
+refused every line) is a usage error here."""
 
 from __future__ import annotations
 
 import argparse
 import math
-import textwrap
 
+from oamd.cli.exits import EXIT_OUTPUT_BROKEN
 from oamd.limits import (
     AUTH_TIMEOUT_SECONDS,
     DEFAULT_TOOL_TIMEOUT_SECONDS,
@@ -22,41 +22,15 @@ from oamd.limits import (
 )
 
 __all__ = [
-    "CHECK_EXITS",
-    "EPILOG_WIDTH",
-    "EXIT_INTERRUPTED",
-    "EXIT_MISMATCH",
-    "EXIT_OUTPUT_BROKEN",
-    "EXIT_UNAVAILABLE",
-    "EXIT_USAGE",
     "MODEL_FORMS",
-    "REPLAY_EXITS",
-    "SERVE_EXITS",
-    "STDIO_EXITS",
-    "USAGE_ROW",
     "add_replay_options",
     "add_serve_options",
     "add_serving_options",
     "add_stdio_options",
-    "exit_codes",
 ]
-
-EXIT_MISMATCH = 1
-"""``oamd replay``: a recording played back differently."""
-EXIT_USAGE = 2
-EXIT_UNAVAILABLE = 3
-EXIT_INTERRUPTED = 130
-"""128 + SIGINT: Ctrl-C, as a shell reports it."""
-EXIT_OUTPUT_BROKEN = 141
-"""``oamd stdio`` could no longer write its stdout (the engine is gone), or the engine let more than
-``--max-outbox-bytes`` wait unread (taken for gone, logged as ``peer_not_reading``): everything
-still running was cancelled at once. 128 + SIGPIPE, as a shell reports a process killed by a broken
-pipe."""
 
 MIB = 1024 * 1024
 ONE_ENDPOINT_REQUIRED = "repeatable; at least one --unix, --tcp or --abstract is required"
-EPILOG_WIDTH = 78
-"""Exit-code tables are wrapped by hand (argparse keeps an epilog as written): to 78 columns."""
 
 MODEL_FORMS = """\
 --model SPEC is one of:
@@ -82,53 +56,6 @@ MODEL_FORMS = """\
   none
       no system model: "system" reports available: false and how to configure
       one; scripted models keep working"""
-
-
-def exit_codes(*rows: tuple[int, str]) -> str:
-    lines = ["exit codes:"]
-    for code, meaning in rows:
-        first, *more = textwrap.wrap(meaning, width=EPILOG_WIDTH - len("  130  "))
-        lines += [f"  {code:<5}{first}", *(f"{'':7}{line}" for line in more)]
-    return "\n".join(lines)
-
-
-USAGE_ROW = (EXIT_USAGE, "a usage error: an unknown option or a bad value (one line on stderr)")
-STDIO_EXITS = exit_codes(
-    (0, "stdin ended (every request read was answered first)"),
-    USAGE_ROW,
-    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
-    (
-        EXIT_OUTPUT_BROKEN,
-        "stdout broke, or more than --max-outbox-bytes waited unread: the engine is taken for "
-        "gone and everything still running is cancelled",
-    ),
-)
-SERVE_EXITS = exit_codes(
-    (0, "SIGTERM or SIGINT: stopped accepting, answered or cancelled every connection's work"),
-    (
-        EXIT_USAGE,
-        "a usage error, or an endpoint or token file that cannot be used safely (one line on "
-        "stderr)",
-    ),
-    (EXIT_INTERRUPTED, "a second Ctrl-C during the drain"),
-)
-REPLAY_EXITS = exit_codes(
-    (0, "every recording played back as recorded"),
-    (EXIT_MISMATCH, "a recording played back differently: its differences are on stdout"),
-    (
-        EXIT_USAGE,
-        "a usage error, or a file that is not a recording this oamd can play (one line on stderr)",
-    ),
-)
-CHECK_EXITS = exit_codes(
-    (0, "the model is available"),
-    USAGE_ROW,
-    (
-        EXIT_UNAVAILABLE,
-        "the model is not available (none configured, the server unreachable, the file "
-        "missing…): the JSON says why",
-    ),
-)
 
 
 def _size(n: int) -> str:
