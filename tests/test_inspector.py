@@ -141,6 +141,32 @@ async def test_a_sessions_turn_shows_its_prompt_messages_raw_output_tool_calls_a
     assert turn["usage"]["promptTokens"] > 0
 
 
+async def test_a_failed_turn_shows_its_error_and_the_tool_calls_it_made_before_it(tmp_path):
+    # the turn's failure (agent/events.TurnFailed) carries what its run gathered
+    failing = {
+        "type": "scripted",
+        "steps": [
+            {"toolCalls": [{"name": "look", "arguments": {"thing": "jar"}}]},
+            {"error": "refusal"},
+        ],
+    }
+    async with inspected_daemon(tmp_path) as d:
+        d.client.tool_handler = _answer("a jar")
+        await d.client.request(
+            "session/create", {"session": "s", "tools": [LOOK], "model": failing}
+        )
+        with anyio.fail_after(5):
+            response = await d.client.call("session/respond", {"session": "s", "prompt": "Hm?"})
+        (conn,) = (await d.get("daemon"))["connections"]
+        (summary,) = (await d.get(f"connections/{conn['id']}/sessions/s"))["turns"]
+        turn = await d.get(f"connections/{conn['id']}/turns/{summary['id']}")
+    assert response["error"]["data"]["code"] == "refusal"
+    assert turn["status"] == "failed" and turn["error"]["name"] == "refusal"
+    assert turn["error"]["message"] == response["error"]["message"]
+    (tool,) = turn["tools"]
+    assert tool["name"] == "look" and tool["output"] == "a jar"
+
+
 class CachingModel(LanguageModel):
     """A model that reports usage as a server with a KV cache does."""
 

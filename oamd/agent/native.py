@@ -34,6 +34,7 @@ from oamd.agent.events import (
     ToolRecord,
     ToolStarted,
     TurnEvent,
+    TurnFailed,
     TurnResult,
     TurnUsage,
 )
@@ -117,9 +118,8 @@ async def _attempt(
         spec.watch(entries)
     try:
         return await _steps(spec, emit, execute, state, entries, records, pace)
-    except ModelError as exc:
-        exc.turn_records = records  # what the failed run gathered, for a caller's retry
-        raise
+    except ModelError as error:
+        raise TurnFailed(error, records) from error  # with what the failed run gathered
 
 
 async def _steps(

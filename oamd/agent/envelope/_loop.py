@@ -62,6 +62,7 @@ from oamd.agent.events import (
     Step,
     StepStarted,
     TurnEvent,
+    TurnFailed,
     TurnResult,
     TurnUsage,
 )
@@ -229,8 +230,8 @@ class _EnvelopeTurn:
         try:
             return await self._run()
         except ModelError as error:
-            error.turn_records = self.calls.records  # what the failed run gathered, for a retry
-            raise
+            # with what the failed run gathered, for a caller's retry
+            raise TurnFailed(error, self.calls.records) from error
 
     async def _run(self) -> TurnResult:
         policy = self.spec.policy
