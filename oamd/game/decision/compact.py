@@ -21,7 +21,7 @@ from oamd.agent.policy import ToolPolicy
 from oamd.agent.run_turn import run_turn
 from oamd.agent.step import StepReading, read_step, score_step
 from oamd.agent.tools import ToolChoice
-from oamd.agent.turn_spec import ToolExecutor, one_off_turn
+from oamd.agent.turn_spec import ToolExecutor, TurnSettings, TurnSpec
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -91,16 +91,19 @@ async def decide_compact(
     messages = [ChatMessage("system", system), ChatMessage("user", question)]
     choice = request.choice if request.tools else ToolChoice("none")
     if request.tools and choice.mode != "none":
-        spec = one_off_turn(
+        spec = TurnSpec(
             model,
             system,
             question,
             tools=request.tools,
             policy=ToolPolicy(choice=choice, max_rounds=request.max_tool_rounds),
-            sampling=_reason_sampling(request),
-            labels=("game", request.actor.name if request.actor is not None else "character"),
-            stop=("\n",),
-            max_sentences=1,
+            settings=TurnSettings(
+                sampling=_reason_sampling(request),
+                user_label="game",
+                assistant_label=request.actor.name if request.actor is not None else "character",
+                stop=("\n",),
+                max_sentences=1,
+            ),
         )
         turn = await run_turn(spec, emit, execute)
         usage, records, reasoning = turn.usage, list(turn.records), turn.text.strip()

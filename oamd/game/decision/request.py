@@ -14,7 +14,7 @@ from oamd.agent.events import TurnResult
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn_spec import TurnSpec, one_off_turn
+from oamd.agent.turn_spec import TurnSettings, TurnSpec
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import ModelError
 from oamd.game.npc.persona import Persona
@@ -127,14 +127,14 @@ class DecisionRequest:
 
     def spec(self, model: LanguageModel) -> TurnSpec:
         choice = self.choice if self.tools else ToolChoice("none")
-        return one_off_turn(
+        return TurnSpec(
             model,
             self.system_text(),
             self.prompt(),
             tools=self.tools,
             policy=ToolPolicy(choice=choice, max_rounds=self.max_tool_rounds),
             schema=decision_schema(self.options),
-            sampling=self.sampling,
+            settings=TurnSettings(sampling=self.sampling),
         )
 
     def only_option(self) -> Choice | None:

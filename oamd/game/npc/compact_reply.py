@@ -27,7 +27,7 @@ from oamd.agent.events import TurnResult, TurnUsage
 from oamd.agent.history import History
 from oamd.agent.run_turn import run_turn
 from oamd.agent.step import StepReading, read_step, score_step
-from oamd.agent.turn_spec import TurnSpec, one_off_turn
+from oamd.agent.turn_spec import TurnSettings, TurnSpec
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -105,17 +105,20 @@ async def run_compact_talk(
         max_tokens=o.maximum_response_tokens or LINE_MAX_TOKENS,
         repetition_penalty=LINE_REPETITION_PENALTY,
     )
-    spec = one_off_turn(
+    spec = TurnSpec(
         npc.model,
         instructions,
         prompt,
         tools=tools,
         policy=talk_policy(npc, tools, choice),
-        sampling=sampling,
         history=npc.history,
-        labels=("player", name),
-        stop=("\n",),
-        max_sentences=max(1, npc.persona.max_sentences),
+        settings=TurnSettings(
+            sampling=sampling,
+            user_label="player",
+            assistant_label=name,
+            stop=("\n",),
+            max_sentences=max(1, npc.persona.max_sentences),
+        ),
     )
     result = await run_turn(spec, emit, execute, pace=pace)
     line = clean_line(result.text, name)

@@ -29,7 +29,7 @@ from oamd.agent.policy import ToolPolicy
 from oamd.agent.run_turn import run_turn
 from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn_spec import one_off_turn
+from oamd.agent.turn_spec import TurnSettings, TurnSpec
 from oamd.backends.base import Sampling
 from oamd.errors import InvalidRequest
 from oamd.game.npc.npc import Npc
@@ -291,17 +291,19 @@ async def run_talk(
     choice, instructions, tools = said.choice, setup.instructions, setup.tools
     emit, execute, tracker, pace = peer.emit, peer.execute, peer.tracker, peer.pace
     o = npc.options
-    sampling = Sampling(temperature=o.temperature, max_tokens=o.maximum_response_tokens)
+    settings = TurnSettings(
+        sampling=Sampling(temperature=o.temperature, max_tokens=o.maximum_response_tokens)
+    )
     structured = o.reply_format in ("automatic", "structured")
-    spec = one_off_turn(
+    spec = TurnSpec(
         npc.model,
         instructions,
         prompt,
         tools=tools,
         policy=talk_policy(npc, tools, choice),
-        schema=reply_schema(npc) if structured else None,
-        sampling=sampling,
         history=npc.history,
+        schema=reply_schema(npc) if structured else None,
+        settings=settings,
     )
     try:
         result = await run_turn(spec, emit, execute, pace=pace)
@@ -311,12 +313,12 @@ async def run_talk(
         records = list(exc.records)
         if o.reply_format != "automatic":
             return _fallback(npc, records, tracker, exc)
-        retry = one_off_turn(
+        retry = TurnSpec(
             npc.model,
             instructions,
             _retry_prompt(prompt, records),
-            sampling=sampling,
             history=npc.history,
+            settings=settings,
             carried_records=records,
         )
         try:

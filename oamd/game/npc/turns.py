@@ -20,7 +20,7 @@ from oamd.agent.envelope import chat_messages, chat_window, warm_up
 from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
 from oamd.agent.run_turn import run_turn
-from oamd.agent.turn_spec import NoToolExecutor, TurnSpec, one_off_turn
+from oamd.agent.turn_spec import NoToolExecutor, TurnSettings, TurnSpec
 from oamd.backends.base import Sampling
 from oamd.errors import ModelError
 from oamd.game.npc.compact_reply import prime_choices
@@ -153,17 +153,19 @@ a summary costs the question and the answer, not the conversation again."""
 def compact_summary_spec(npc: Npc) -> TurnSpec:
     """A small model's summary turn: the NPC's chat so far (the earlier summary is in its system
     text), then the question; a few sentences at most."""
-    return one_off_turn(
+    return TurnSpec(
         npc.model,
         compact_instructions(npc),
         SUMMARY_QUESTION.format(name=npc.persona.name),
         history=npc.history,
-        max_attempts=1,
-        sampling=Sampling(
-            temperature=0.3, max_tokens=COMPACT_SUMMARY_TOKENS, repetition_penalty=1.2
+        settings=TurnSettings(
+            sampling=Sampling(
+                temperature=0.3, max_tokens=COMPACT_SUMMARY_TOKENS, repetition_penalty=1.2
+            ),
+            max_attempts=1,
+            stop=("\n",),
+            max_sentences=COMPACT_SUMMARY_SENTENCES,
         ),
-        stop=("\n",),
-        max_sentences=COMPACT_SUMMARY_SENTENCES,
     )
 
 
@@ -186,7 +188,7 @@ def bark_spec(npc: Npc, situation: Any) -> TurnSpec:
     prompt += f"Situation: {text or 'An ordinary moment.'}\nPlayer: (The player says nothing.)"
     o = npc.options
     sampling = Sampling(temperature=o.temperature, max_tokens=o.bark_maximum_tokens)
-    return one_off_turn(npc.model, instructions, prompt, sampling=sampling)
+    return TurnSpec(npc.model, instructions, prompt, settings=TurnSettings(sampling=sampling))
 
 
 async def run_bark(npc: Npc, spec: TurnSpec) -> str:
