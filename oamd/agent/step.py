@@ -19,8 +19,8 @@ from typing import Any
 
 import anyio
 
-from oamd.agent.envelope._json_reader import CompletionWatch, streaming_value
 from oamd.agent.events import PartialValue, TurnEvent, TurnUsage
+from oamd.agent.json_reader import CompletionWatch, streaming_value
 from oamd.agent.step_log import StepTimer
 from oamd.agent.stream import Pace, StepStream
 from oamd.agent.turn_spec import RetryPolicy

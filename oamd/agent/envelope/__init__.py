@@ -3,8 +3,8 @@
 ``_loop`` runs a turn in decide/toolArguments/respond/structured steps; ``_compact`` lays a
 small model's steps out as a plain chat and reads which tool a message calls for from the
 model's likelihoods; ``_parser`` reads what an
-answer meant (an envelope, tool arguments); ``_json_reader`` reads the forgiving JSON small
-models write; ``_prompt`` renders each step's prompt and fits the history window; ``_layout``
+answer meant (an envelope, tool arguments), the forgiving JSON small models write read by
+``oamd.agent.json_reader``; ``_prompt`` renders each step's prompt and fits the history window; ``_layout``
 lays a step out afresh or continuing the last (append-only backends); ``oamd.agent.step``
 reads (and retries) each model step, generated or scored; ``_calls`` runs and records the turn's tool calls; ``_reply``
 cleans and shows the streamed reply. The turn's vocabulary is ``oamd.agent.turn_spec``'s;

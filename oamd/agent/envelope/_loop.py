@@ -28,12 +28,6 @@ from oamd.agent.envelope._compact import (
     turn_facts,
 )
 from oamd.agent.envelope._fields import is_flat, write_fields
-from oamd.agent.envelope._json_reader import (
-    LenientJsonError,
-    first_value,
-    json_candidates,
-    parse_lenient,
-)
 from oamd.agent.envelope._layout import StepLayout
 from oamd.agent.envelope._parser import (
     NOT_AN_OBJECT,
@@ -65,6 +59,12 @@ from oamd.agent.events import (
     TurnFailed,
     TurnResult,
     TurnUsage,
+)
+from oamd.agent.json_reader import (
+    LenientJsonError,
+    first_value,
+    json_candidates,
+    parse_lenient,
 )
 from oamd.agent.step import PartialEmitter, StepReading, read_step, score_step
 from oamd.agent.stream import Pace
