@@ -5,7 +5,8 @@ steer only the first step, budgets then disable tools so the model answers). Sev
 step run in parallel; records and ``toolOutput`` entries are kept in completion order. A failure
 the turn's ``RetryPolicy`` retries repeats the whole attempt, only while no tool has run. Nothing
 here touches the session: the turn's entries come back in ``TurnResult.entries`` for the caller
-to commit. Choosing this loop over the envelope loop is ``oamd.agent.run_turn``'s.
+to commit. Each step is read by ``oamd.agent.step`` (timed, logged, traced, as the envelope
+loop's are). Choosing this loop over the envelope loop is ``oamd.agent.run_turn``'s.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from oamd.agent.events import (
 )
 from oamd.agent.ports import TurnPeer
 from oamd.agent.prompt import entries_to_messages, history_window, message_tokens
-from oamd.agent.step_log import StepTimer
-from oamd.agent.stream import Pace, StepStream
+from oamd.agent.step import StepReading, read_step
+from oamd.agent.stream import Pace
 from oamd.agent.tools import (
     RESPOND_DIRECTLY,
     RESPOND_DIRECTLY_DESCRIPTION,
@@ -52,10 +53,8 @@ from oamd.agent.turn_spec import ToolExecutor, TurnSpec, new_call_id
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
-    TextDelta,
     ToolCallRequest,
     ToolSpec,
-    Usage,
     estimate_tokens,
 )
 from oamd.errors import ModelError
@@ -195,6 +194,8 @@ class _Attempt:
         )
 
     async def _generate(self, request: GenerationRequest) -> tuple[str, list[ToolCallRequest]]:
+        """The step's text and the tool calls it asks for, read by ``agent.step`` (timed,
+        logged, traced); a retry is the whole attempt's (``run_native_turn``), not the step's."""
         spec, state, emit = self.spec, self.state, self.peer.emit
         requested: list[ToolCallRequest] = []
         shown = ""  # what this step has shown; an earlier step's text is replaced by its first
@@ -212,35 +213,14 @@ class _Attempt:
                 emit(TextUpdated(so_far[len(shown) :], so_far))
             shown = state.shown_text = so_far
 
-        stream = StepStream(show, self.peer.pace)
-        timer = StepTimer(spec.model, request)
-        outcome = "failed"
-        events = spec.model.generate(request)
-        try:
-            async for event in events:
-                if type(event) is TextDelta:
-                    if event.text:
-                        timer.text()
-                        await stream.add(event.text)
-                elif type(event) is ToolCallRequest:
-                    timer.text()
-                    requested.append(event)
-                    await stream.checkpoint()
-                elif type(event) is Usage:
-                    state.usage.add(
-                        event.input_tokens, event.cached_input_tokens, event.output_tokens
-                    )
-                    timer.usage(event)
-            outcome = "done"
-        except ModelError:
-            stream.finish()  # what the model said before it failed is shown, as it came
-            raise
-        finally:
-            close = getattr(events, "aclose", None)
-            if close is not None:
-                await close()
-            timer.log(outcome, stream, requested)
-        return stream.finish(), requested
+        reading = StepReading(
+            on_text=show,
+            on_tool_call=requested.append,
+            pace=self.peer.pace,
+            estimate_usage=False,  # this loop counts what the backend reports, no estimate
+        )
+        text = await read_step(spec.model, request, state.usage, reading)
+        return text, requested
 
     def _finish(self, text: str) -> TurnResult:
         spec, state, entries = self.spec, self.state, self.entries
