@@ -52,10 +52,10 @@ def render_lines(
     return lines
 
 
-COMPACT_SUMMARY_TOKENS = 120
+SMALL_MODEL_SUMMARY_TOKENS = 120
 """Output cap of a summary written by a small model (``capabilities.compact_prompts``)."""
 
-COMPACT_SUMMARY_SENTENCES = 3
+SMALL_MODEL_SUMMARY_SENTENCES = 3
 
 
 @dataclass(frozen=True)
@@ -68,9 +68,9 @@ class CompactionPlan:
     def spec(self, model: LanguageModel) -> TurnSpec:
         if model.capabilities.compact_prompts:
             # a small model asked for a summary rambles to its output limit: a few sentences
-            sampling = Sampling(max_tokens=COMPACT_SUMMARY_TOKENS, repetition_penalty=1.2)
+            sampling = Sampling(max_tokens=SMALL_MODEL_SUMMARY_TOKENS, repetition_penalty=1.2)
             settings = TurnSettings(
-                sampling=sampling, max_attempts=1, max_sentences=COMPACT_SUMMARY_SENTENCES
+                sampling=sampling, max_attempts=1, max_sentences=SMALL_MODEL_SUMMARY_SENTENCES
             )
             return TurnSpec(model, self.instructions, self.prompt, settings=settings)
         return TurnSpec(

@@ -36,7 +36,14 @@ from oamd.backends.base import (
 )
 from oamd.errors import ModelError
 
-__all__ = ["ONE_ATTEMPT", "PartialEmitter", "StepReading", "read_step", "score_step"]
+__all__ = [
+    "ONE_ATTEMPT",
+    "PartialEmitter",
+    "StepReading",
+    "read_step",
+    "score_step",
+    "stop_at",
+]
 
 ONE_ATTEMPT = RetryPolicy(max_attempts=1)
 """For the small steps a game turn adds after its line (player options, a decision's reason):
@@ -67,6 +74,21 @@ class StepReading:
 
 
 PLAIN = StepReading()
+
+
+def stop_at(marker: str) -> Callable[[str], int | None]:
+    """A ``StepReading.stop_when`` that cuts the text where ``marker`` first appears."""
+    text = ""
+
+    def seen(delta: str) -> int | None:
+        nonlocal text
+        start = max(0, len(text) - len(marker) + 1)  # only where the delta may complete it
+        text += delta
+        found = text.find(marker, start)
+        return None if found < 0 else found
+
+    return seen
+
 
 PARTIAL_EVERY_CHARS = 32
 """Within a long string value the partial value is re-read at most this often (re-reading on

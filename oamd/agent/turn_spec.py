@@ -29,6 +29,7 @@ __all__ = [
     "NO_TOOLS",
     "RETRIED_ERRORS",
     "RETRY_FIRST_WAIT_SECONDS",
+    "Labels",
     "NoToolExecutor",
     "RetryPolicy",
     "ToolExecutor",
@@ -145,6 +146,14 @@ class RetryPolicy:
             number += 1
             if on_retry is not None:
                 on_retry()
+
+
+@dataclass(frozen=True, slots=True)
+class Labels:
+    """How a text-only turn names its two speakers in what the model reads."""
+
+    user: str = "User"
+    assistant: str = "Assistant"
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,6 @@ import anyio
 
 from oamd.agent.entries import RESPONSE, kind_of, prompt_entry, response_entry
 from oamd.agent.envelope._calls import TurnCalls
-from oamd.agent.envelope._compact import (
-    channel_candidates,
-    chat_messages,
-    chat_window,
-    turn_facts,
-)
 from oamd.agent.envelope._fields import is_flat, write_fields
 from oamd.agent.envelope._layout import StepLayout
 from oamd.agent.envelope._parser import (
@@ -39,7 +33,6 @@ from oamd.agent.envelope._parser import (
     parse_envelope,
 )
 from oamd.agent.envelope._prompt import (
-    Labels,
     Repair,
     arguments_task,
     decide_schema,
@@ -66,10 +59,11 @@ from oamd.agent.json_reader import (
     json_candidates,
     parse_lenient,
 )
+from oamd.agent.small import best, channel_candidates, chat_messages, chat_window, turn_facts
 from oamd.agent.step import PartialEmitter, StepReading, read_step, score_step
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolDefinition
-from oamd.agent.turn_spec import NoToolExecutor, ToolExecutor, TurnSpec
+from oamd.agent.turn_spec import Labels, NoToolExecutor, ToolExecutor, TurnSpec
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -134,7 +128,7 @@ async def warm_up(
     if capabilities.native_tools or not capabilities.prefix_cache:
         return
     if capabilities.compact_prompts and not capabilities.append_only_steps:
-        system = (instructions or "").strip()  # the compact layout sends no catalog
+        system = (instructions or "").strip()  # the small-model layout sends no catalog
     else:
         system = system_text(instructions, tools, Labels(user_label, assistant_label))
     if system:
@@ -203,13 +197,13 @@ class _EnvelopeTurn:
         self.settings = spec.settings
         self.labels = Labels(spec.settings.user_label, spec.settings.assistant_label)
         capabilities = spec.model.capabilities
-        self.compact = capabilities.compact_prompts and not capabilities.append_only_steps
-        """Small model: the chat layout of ``_compact``, no catalog, free-text replies."""
-        self.by_likelihood = self.compact and capabilities.scores_text
+        self.small = capabilities.compact_prompts and not capabilities.append_only_steps
+        """Small model: the chat layout of ``agent.small``, no catalog, free-text replies."""
+        self.by_likelihood = self.small and capabilities.scores_text
         """Which tool (or none) is chosen from the model's likelihoods, not generated."""
         self.system = (
             (spec.instructions or "").strip()
-            if self.compact
+            if self.small
             else system_text(spec.instructions, spec.tools, self.labels)
         )
         self.by_name = {t.name: t for t in spec.tools}
@@ -304,7 +298,7 @@ class _EnvelopeTurn:
         failure = _Failed(None, {}, NOT_AN_OBJECT)
         for attempt in range(STEP_TRIES):
             task = decide_task(tools, allow_respond, self.labels, self.spec.prompt, repair)
-            if self.compact:  # no catalog in the system text: the task carries it
+            if self.small:  # no catalog in the system text: the task carries it
                 task = f"{tool_catalog(tools, self.labels)}\n\n{task}"
             request, trimmed = await self._request(DECIDE, task, schema)
             self._start(DECIDE, mode, names, trimmed, attempt > 0)
@@ -327,7 +321,7 @@ class _EnvelopeTurn:
 
     async def _likely_step(self, tools: Sequence[ToolDefinition], allow_respond: bool) -> _Outcome:
         """The decide step of a model that scores texts: the most likely reading of the user's
-        message (``_compact.channel_candidates``) picks the tool, or no tool; the arguments of
+        message (``agent.small.channel_candidates``) picks the tool, or no tool; the arguments of
         a tool that takes some come from a toolArguments step."""
         options: list[ToolDefinition | None] = [*tools, None] if allow_respond else list(tools)
         window = chat_window(self.spec.history, trim=self.settings.trim_history)
@@ -339,8 +333,7 @@ class _EnvelopeTurn:
         scores = await score_step(
             self.spec.model, candidates, self.usage, self.settings.retry, self.sleep
         )
-        best = max(range(len(options)), key=scores.logprobs.__getitem__)
-        tool = options[best]
+        tool = options[best(scores)]
         if tool is None:
             return Respond()
         outcome = await self._arguments_step(tool)
@@ -354,9 +347,9 @@ class _EnvelopeTurn:
 
     def _reply_stops(self) -> tuple[str, ...]:
         """Where a reply ends besides the model's end of message: the turn's own stops, else, in
-        the compact layout, a line the model starts for someone else (a small model writes the
+        the small-model layout, a line the model starts for someone else (a small model writes the
         user's next line too: "The North Gate is open.\nUser: Please go ahead…")."""
-        if self.settings.stop or not self.compact:
+        if self.settings.stop or not self.small:
             return self.settings.stop
         labels = dict.fromkeys(
             (self.labels.user, self.labels.assistant, "User", "Assistant")
@@ -364,7 +357,7 @@ class _EnvelopeTurn:
         return tuple(f"\n{label}:" for label in labels)
 
     def _facts(self) -> list[str]:
-        """This turn's tool results as the compact layout shows them."""
+        """This turn's tool results as the small-model layout shows them."""
         return turn_facts(self.entries)
 
     async def _arguments_step(self, tool: ToolDefinition) -> _Outcome:
@@ -394,7 +387,7 @@ class _EnvelopeTurn:
         plain = self._plain()
         task = (
             ""
-            if plain or self.compact
+            if plain or self.small
             else respond_task(self.labels, self.spec.prompt, bool(self.calls.records))
         )
         request, trimmed = await self._request(RESPOND, task, None, plain=plain)
@@ -410,7 +403,7 @@ class _EnvelopeTurn:
         )
         text = cleaner.final(raw)
         cap = request.sampling.max_tokens
-        if self.compact and cap and self.usage.output_tokens - output_before >= cap:
+        if self.small and cap and self.usage.output_tokens - output_before >= cap:
             text = whole_sentences(text)  # cut by the output limit: end at its last sentence
         self.display.finish(text)
         self.entries.append(response_entry(text))
@@ -438,9 +431,9 @@ class _EnvelopeTurn:
                 ordered, problems = schema.accept(value)
                 if not problems:
                     self.emit(PartialValue(ordered))
-                    compact = dumps_text(ordered)
-                    self.entries.append(response_entry(compact, ordered))
-                    return self._result(compact, ordered, True)
+                    answer = dumps_text(ordered)
+                    self.entries.append(response_entry(answer, ordered))
+                    return self._result(answer, ordered, True)
                 problem = f"the JSON does not match the required form: {join_problems(problems)}"
             else:
                 problem = _NO_JSON
@@ -474,16 +467,16 @@ class _EnvelopeTurn:
                 f"{join_problems(problems)}.",
             )
         self.emit(PartialValue(ordered))
-        compact = dumps_text(ordered)
-        self.entries.append(response_entry(compact, ordered))
-        return self._result(compact, ordered, True)
+        answer = dumps_text(ordered)
+        self.entries.append(response_entry(answer, ordered))
+        return self._result(answer, ordered, True)
 
     # ---- model steps ---------------------------------------------------------------------------
 
     def _plain(self) -> bool:
         """A first request with nothing before it: the prompt is sent as it is."""
-        if self.compact:
-            return False  # the compact layout always sends the prompt as it is
+        if self.small:
+            return False  # the small-model layout always sends the prompt as it is
         if self.layout.continues:
             return False
         return not self.spec.history and not self.calls.lines and bool(self.spec.prompt.strip())
@@ -498,7 +491,7 @@ class _EnvelopeTurn:
     async def _request(
         self, kind: str, task: str, schema: dict[str, Any] | None, *, plain: bool = False
     ) -> tuple[GenerationRequest, int]:
-        if self.compact:
+        if self.small:
             window = chat_window(self.spec.history, trim=self.settings.trim_history)
             messages = chat_messages(self.system, window, self.spec.prompt, self._facts(), task)
             trimmed = window.trimmed

@@ -1,5 +1,5 @@
 """An NPC's reply in one dialogue turn (§6 ``npc/talk``) on a full-size model: tools first, then an
-emotion and a spoken line (a small model's is ``npc.compact_reply``'s; ``npc.turns`` picks).
+emotion and a spoken line (a small model's is ``npc.small_reply``'s; ``npc.talk`` picks).
 
 Reply formats: ``structured`` (a schema of ``emotion``, ``line``, ``player_options``,
 ``ends_conversation``), ``text`` (``[emotion] line``), and ``automatic``: structured and, when

@@ -11,29 +11,30 @@ from __future__ import annotations
 from typing import Any
 
 from oamd.agent.compaction import (
-    COMPACT_SUMMARY_SENTENCES,
-    COMPACT_SUMMARY_TOKENS,
+    SMALL_MODEL_SUMMARY_SENTENCES,
+    SMALL_MODEL_SUMMARY_TOKENS,
     CompactionPlan,
     render_lines,
 )
-from oamd.agent.envelope import chat_messages, chat_window, warm_up
+from oamd.agent.envelope import warm_up
 from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
 from oamd.agent.run_turn import run_turn
+from oamd.agent.small import chat_prefix, chat_window
 from oamd.agent.turn_spec import NoToolExecutor, TurnSettings, TurnSpec
 from oamd.backends.base import Sampling
 from oamd.errors import ModelError
-from oamd.game.npc.compact_reply import prime_choices
 from oamd.game.npc.npc import Npc
 from oamd.game.npc.ports import TalkSetup
 from oamd.game.npc.prompt import (
-    compact_instructions,
     game_state,
     npc_instructions,
     persona_instructions,
     render_value,
+    small_model_instructions,
 )
 from oamd.game.npc.reply import spoken_line
+from oamd.game.npc.small_reply import prime_choices
 from oamd.game.npc.tools import new_draft, npc_tools, npc_world_tools
 
 __all__ = [
@@ -47,8 +48,8 @@ __all__ = [
 ]
 
 
-def compact_turns(npc: Npc) -> bool:
-    """Whether the NPC's model takes the compact layout (a small text-only model)."""
+def small_model_turns(npc: Npc) -> bool:
+    """Whether the NPC's model takes the small-model layout (a small text-only model)."""
     capabilities = npc.model.capabilities
     return (
         capabilities.compact_prompts
@@ -61,8 +62,8 @@ def turn_setup(npc: Npc) -> TalkSetup:
     """A talk turn's memory draft, tools and system instructions, as the NPC stands now."""
     draft = new_draft(npc)
     tools = npc_tools(npc, draft, npc_world_tools(npc))
-    if compact_turns(npc):
-        return TalkSetup(draft, tools, compact_instructions(npc))
+    if small_model_turns(npc):
+        return TalkSetup(draft, tools, small_model_instructions(npc))
     return TalkSetup(draft, tools, npc_instructions(npc, [t.name for t in tools]))
 
 
@@ -76,7 +77,7 @@ async def warm(npc: Npc) -> None:
     setup = turn_setup(npc)
     tools, instructions = setup.tools, setup.instructions
     await warm_up(npc.model, instructions, tools)
-    if compact_turns(npc):
+    if small_model_turns(npc):
         await prime_choices(npc, instructions)
 
 
@@ -85,10 +86,10 @@ async def warm_next(npc: Npc) -> None:
     it will send, the turn just kept included) while the player reads the line: background work
     that the next turn then finds cached. A small model's only (the full layout's prefix is its
     system text, which ``warm`` keeps); best effort, as any prefill."""
-    if not compact_turns(npc):
+    if not small_model_turns(npc):
         return
     window = chat_window(npc.history)
-    messages = chat_messages(compact_instructions(npc), window, "", ())[:-1]
+    messages = chat_prefix(small_model_instructions(npc), window)
     await npc.model.prefill(messages)
 
 
@@ -120,8 +121,8 @@ async def compact(npc: Npc, op: Operation) -> None:
         op.commit()
         return
     cut = starts[len(starts) - o.keep_recent_turns] if o.keep_recent_turns else len(entries)
-    if compact_turns(npc):
-        spec = compact_summary_spec(npc)
+    if small_model_turns(npc):
+        spec = small_model_summary_spec(npc)
     else:
         previous = npc.memory.summary
         prompt = f"Summary so far:\n{previous}\n\n" if previous else ""
@@ -150,21 +151,21 @@ SUMMARY_QUESTION = (
 a summary costs the question and the answer, not the conversation again."""
 
 
-def compact_summary_spec(npc: Npc) -> TurnSpec:
+def small_model_summary_spec(npc: Npc) -> TurnSpec:
     """A small model's summary turn: the NPC's chat so far (the earlier summary is in its system
     text), then the question; a few sentences at most."""
     return TurnSpec(
         npc.model,
-        compact_instructions(npc),
+        small_model_instructions(npc),
         SUMMARY_QUESTION.format(name=npc.persona.name),
         history=npc.history,
         settings=TurnSettings(
             sampling=Sampling(
-                temperature=0.3, max_tokens=COMPACT_SUMMARY_TOKENS, repetition_penalty=1.2
+                temperature=0.3, max_tokens=SMALL_MODEL_SUMMARY_TOKENS, repetition_penalty=1.2
             ),
             max_attempts=1,
             stop=("\n",),
-            max_sentences=COMPACT_SUMMARY_SENTENCES,
+            max_sentences=SMALL_MODEL_SUMMARY_SENTENCES,
         ),
     )
 

@@ -5,33 +5,29 @@ Asked for ``{"reasoning", "choice", "confidence"}`` as JSON, SmolLM2-135M copies
 into ``reasoning`` and its choices are no better than the likelihood of each option's id after the
 question (measured: 6 of 10 against 6 of 10 on the bench's guard, at a fraction of the decoding).
 So the option is the most likely id — never one that is not offered — and ``confidence`` is its
-share of the options' probability; the reasoning follows, explaining that choice. Tools, when the
-decision has them, run first through the compact tool loop, whose reply is then the reasoning.
+share of the options' probability (``agent.small.likeliest``); the reasoning follows, explaining
+that choice. Tools, when the decision has them, run first through the small-model tool loop,
+whose reply is then the reasoning.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
-from oamd.agent.envelope import SentenceWatch, chat_messages, chat_window, turn_facts
+from oamd.agent.envelope import SentenceWatch
 from oamd.agent.events import ToolRecord, TurnEvent, TurnUsage
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.run_turn import run_turn
-from oamd.agent.step import StepReading, read_step, score_step
+from oamd.agent.small import chat_messages, chat_window, likeliest, turn_facts
+from oamd.agent.step import StepReading, read_step
 from oamd.agent.tools import ToolChoice
 from oamd.agent.turn_spec import ToolExecutor, TurnSettings, TurnSpec
-from oamd.backends.base import (
-    ChatMessage,
-    GenerationRequest,
-    Sampling,
-    ScoredText,
-)
+from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
 from oamd.game.decision.request import Choice, DecisionRequest
 from oamd.game.npc.prompt import render_value, sentence, text_list
 
-__all__ = ["decide_compact"]
+__all__ = ["decide_by_likelihood"]
 
 REASON_MAX_TOKENS = 24
 """Output cap of the reasoning: one short sentence."""
@@ -75,7 +71,7 @@ def _question(request: DecisionRequest) -> str:
     return "\n".join(lines)
 
 
-async def decide_compact(
+async def decide_by_likelihood(
     request: DecisionRequest,
     model: Any,
     emit: Callable[[TurnEvent], None],
@@ -110,15 +106,10 @@ async def decide_compact(
         window = chat_window(spec.history)
         messages = chat_messages(system, window, question, turn_facts(turn.entries))
     ids = [option.id for option in request.options]
-    candidates = [ScoredText([*messages, ChatMessage("assistant", i)], i) for i in ids]
-    scores = await score_step(model, candidates, usage)
-    best = max(range(len(ids)), key=scores.logprobs.__getitem__)
-    top = max(scores.logprobs)
-    weights = [math.exp(lp - top) for lp in scores.logprobs]
-    confidence = round(100 * weights[best] / sum(weights))
+    chosen = await likeliest(model, messages, ids, usage)
     if not reasoning:
-        reasoning = await _reason(model, request, messages, ids[best], usage)
-    return Choice(ids[best], reasoning, confidence), usage, records
+        reasoning = await _reason(model, request, messages, ids[chosen.index], usage)
+    return Choice(ids[chosen.index], reasoning, chosen.confidence), usage, records
 
 
 def _reason_sampling(request: DecisionRequest) -> Sampling:
