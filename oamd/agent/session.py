@@ -1,4 +1,5 @@
-"""Sessions: an agent with its own conversation, options, tools and turn queue; and their store.
+"""Sessions: a conversation with a model, with its own options, tools and turn queue; and their
+store.
 
 A session's history is a list of entries (``oamd.agent.entries``); a turn adds its entries in one
 step when it commits. A session runs its own turns: ``Session.respond`` builds the spec, runs the

@@ -1,5 +1,5 @@
-"""ContentGenerator: schema-shaped game content (items, quests, rumors, loot) in one turn;
-``generate`` is the service ``content/generate`` hands a request to."""
+"""Game content (``content/generate``): schema-shaped items, quests, rumors or loot in one
+turn; ``generate`` is the service the adapter hands a request to."""
 
 from __future__ import annotations
 

@@ -13,13 +13,18 @@ streamed reply. The turn's vocabulary is ``oamd.agent.turn_spec``'s; choosing th
 
 from __future__ import annotations
 
-from oamd.agent.envelope._loop import STEP_KINDS, regenerate_reply, run_envelope_turn, warm_up
+from oamd.agent.envelope._loop import (
+    STEP_KINDS,
+    prefill_system_text,
+    regenerate_reply,
+    run_envelope_turn,
+)
 from oamd.agent.envelope._reply import SentenceWatch
 
 __all__ = [
     "STEP_KINDS",
     "SentenceWatch",
+    "prefill_system_text",
     "regenerate_reply",
     "run_envelope_turn",
-    "warm_up",
 ]

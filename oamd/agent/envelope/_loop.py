@@ -74,7 +74,7 @@ from oamd.backends.scripted.turn_snapshot import TurnSnapshot, showing
 from oamd.errors import InvalidRequest, ModelError
 from oamd.jsonvalue import dumps_text
 
-__all__ = ["STEP_KINDS", "regenerate_reply", "run_envelope_turn", "warm_up"]
+__all__ = ["STEP_KINDS", "prefill_system_text", "regenerate_reply", "run_envelope_turn"]
 
 DECIDE, TOOL_ARGUMENTS, RESPOND, STRUCTURED = "decide", "toolArguments", "respond", "structured"
 STEP_KINDS = (DECIDE, TOOL_ARGUMENTS, RESPOND, STRUCTURED)
@@ -112,7 +112,7 @@ class _Failed:
 _Outcome = _Chosen | _Failed | Respond
 
 
-async def warm_up(
+async def prefill_system_text(
     model: LanguageModel,
     instructions: str | None,
     tools: Sequence[ToolDefinition],

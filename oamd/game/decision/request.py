@@ -1,4 +1,5 @@
-"""DecisionEngine: pick one of a fixed set of options — a reason, then the id, then a confidence.
+"""What a decision (``decision/decide``) is asked: pick one of a fixed set of options — a reason,
+then the id, then a confidence.
 
 The answer is generated under a schema whose ``choice`` is an enum of the option ids, so it is
 always one of them; a single option answers at once (confidence 100) without a model call; a

@@ -42,7 +42,7 @@ from oamd.game.npc.ports import TalkLine, TalkPeer, TalkSetup
 from oamd.game.npc.prompt import render_value
 from oamd.game.npc.reply import LineTracker, TalkOutcome, spoken_line, talk_policy
 
-__all__ = ["prime_choices", "run_small_model_talk", "small_model_prompt"]
+__all__ = ["prefill_choices", "run_small_model_talk", "small_model_prompt"]
 
 LINE_TEMPERATURE = 0.7
 """Sampling of a line when the NPC sets none: greedy decoding makes a small model repeat the
@@ -159,7 +159,7 @@ def _fallback(npc: Npc, result: TurnResult, tracker: LineTracker) -> TalkOutcome
     return outcome
 
 
-async def prime_choices(npc: Npc, instructions: str) -> None:
+async def prefill_choices(npc: Npc, instructions: str) -> None:
     """Scores the priors of the NPC's closed choices ahead of its first line (background work
     after ``npc/create``), so the first turn does not pay for them."""
     if not npc.model.capabilities.scores_text:

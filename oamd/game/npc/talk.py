@@ -22,7 +22,13 @@ from oamd.game.npc.prompt import game_state
 from oamd.game.npc.reply import TalkOutcome, run_talk, talk_prompt
 from oamd.game.npc.small_reply import run_small_model_talk, small_model_prompt
 from oamd.game.npc.tools import MemoryDraft
-from oamd.game.npc.turns import compact, compaction_due, small_model_turns, turn_setup, warm_next
+from oamd.game.npc.turns import (
+    compact,
+    compaction_due,
+    prefill_next_turn,
+    small_model_turns,
+    turn_setup,
+)
 
 __all__ = ["FollowUp", "TalkLine", "TalkPeer", "Talked", "talk"]
 
@@ -102,5 +108,5 @@ async def talk(
         return Talked(outcome, npc.queue.schedule(partial(compact, npc), follow_up=True))
     if npc.model.capabilities.prefix_cache:
         # while the player reads the line, the model evaluates the next turn's beginning
-        return Talked(outcome, partial(warm_next, npc))
+        return Talked(outcome, partial(prefill_next_turn, npc))
     return Talked(outcome, None)

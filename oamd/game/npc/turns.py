@@ -1,5 +1,5 @@
-"""Running an NPC's other turns and their parts: the setup a dialogue turn shares, a bark, a
-warm-up and compaction.
+"""Running an NPC's other turns and their parts: the setup a dialogue turn shares, a bark, the
+prefills that have a turn's beginning cached before it starts, and compaction.
 
 Each function works on one ``Npc`` and leaves the order to its queue: what changes the NPC
 after the commit (the tail of ``compact``) runs only once the operation has committed. The
@@ -16,7 +16,7 @@ from oamd.agent.compaction import (
     CompactionPlan,
     render_lines,
 )
-from oamd.agent.envelope import warm_up
+from oamd.agent.envelope import prefill_system_text
 from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
 from oamd.agent.run_turn import run_turn
@@ -34,7 +34,7 @@ from oamd.game.npc.prompt import (
     small_model_instructions,
 )
 from oamd.game.npc.reply import spoken_line
-from oamd.game.npc.small_reply import prime_choices
+from oamd.game.npc.small_reply import prefill_choices
 from oamd.game.npc.tools import new_draft, npc_tools, npc_world_tools
 
 __all__ = [
@@ -42,9 +42,9 @@ __all__ = [
     "compact",
     "compaction_due",
     "compaction_instructions",
+    "prefill_first_turn",
+    "prefill_next_turn",
     "run_bark",
-    "warm",
-    "warm_next",
 ]
 
 
@@ -67,25 +67,26 @@ def turn_setup(npc: Npc) -> TalkSetup:
     return TalkSetup(draft, tools, npc_instructions(npc, [t.name for t in tools]))
 
 
-async def warm(npc: Npc) -> None:
+async def prefill_first_turn(npc: Npc) -> None:
     """The model evaluates the NPC's system text ahead of its first line (background work, a
-    text-only model with a prefix cache), so that line finds it cached."""
+    text-only model with a prefix cache), so that line finds it cached; a small model scores its
+    closed choices' priors too (``prefill_choices``)."""
     try:
         await npc.model.settle_capabilities()  # the layout, hence the system text, depends on it
     except ModelError:
         return  # the first turn reports it
     setup = turn_setup(npc)
     tools, instructions = setup.tools, setup.instructions
-    await warm_up(npc.model, instructions, tools)
+    await prefill_system_text(npc.model, instructions, tools)
     if small_model_turns(npc):
-        await prime_choices(npc, instructions)
+        await prefill_choices(npc, instructions)
 
 
-async def warm_next(npc: Npc) -> None:
+async def prefill_next_turn(npc: Npc) -> None:
     """The model evaluates the beginning of the NPC's next turn (its system text and the history
     it will send, the turn just kept included) while the player reads the line: background work
     that the next turn then finds cached. A small model's only (the full layout's prefix is its
-    system text, which ``warm`` keeps); best effort, as any prefill."""
+    system text, which ``prefill_first_turn`` has cached); best effort, as any prefill."""
     if not small_model_turns(npc):
         return
     window = chat_window(npc.history)
@@ -140,7 +141,7 @@ async def compact(npc: Npc, op: Operation) -> None:
     npc.history = npc.history.after(cut)
     if summary:
         npc.set_summary(summary)
-    await warm_next(npc)  # the summary changed the system text: evaluate the new beginning
+    await prefill_next_turn(npc)  # the summary changed the system text: the new beginning
 
 
 SUMMARY_QUESTION = (
