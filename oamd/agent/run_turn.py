@@ -5,8 +5,9 @@ loops (``oamd.agent.native`` for models with a tool-call API, ``oamd.agent.envel
 text-only ones) are below this module, so no import runs back up. Committing the result is the
 caller's; a turn that fails raises ``TurnFailed`` (the loop's model error and the tool records
 its run gathered). Each turn is logged at debug level (``turn``: its steps, tool calls, tokens,
-time); each of its model steps by the loop (``oamd.agent.step_log``). A turn started where a tracer is
-set (``oamd.agent.trace``) is traced: its trace runs as ``CURRENT_TRACE`` while the turn does.
+time); each of its model steps by the loop (``oamd.agent.step_log``). A turn started where a
+tracer is set (``oamd.agent.trace``) is traced: its trace runs as ``CURRENT_TRACE`` while the
+turn does; one started while a trace is current (inside a ``TurnScope``) is part of that turn.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from oamd.agent.envelope import run_envelope_turn
 from oamd.agent.events import TurnEvent, TurnFailed, TurnResult
 from oamd.agent.native import run_native_turn
 from oamd.agent.stream import Pace
-from oamd.agent.trace import CURRENT_TRACE, TurnTrace, begin_trace, report_finished
+from oamd.agent.trace import CURRENT_TRACE, TurnScope
 from oamd.agent.turn_spec import ToolExecutor, TurnSpec
 from oamd.errors import ModelError
 from oamd.log import debug_enabled, get_logger
@@ -47,29 +48,11 @@ async def run_turn(
             its failed run gathered).
         InvalidRequest: ``{"tool": name}`` names a tool the turn does not have (text-only models).
     """
-    trace = begin_trace(spec)
-    if trace is not None:
-        return await _traced(trace, spec, emit, execute, sleep, pace)
-    return await _run(spec, emit, execute, sleep, pace)
-
-
-async def _traced(
-    trace: TurnTrace,
-    spec: TurnSpec,
-    emit: Callable[[TurnEvent], None],
-    execute: ToolExecutor,
-    sleep: Callable[[float], Awaitable[None]],
-    pace: Pace | None,
-) -> TurnResult:
-    token = CURRENT_TRACE.set(trace)
-    try:
-        result = await _run(spec, emit, execute, sleep, pace)
-    except BaseException as exc:
-        report_finished(trace, None, exc)
-        raise
-    finally:
-        CURRENT_TRACE.reset(token)
-    report_finished(trace, result, None)
+    if CURRENT_TRACE.get() is not None:
+        # part of a turn traced around it (a TurnScope): its steps are that turn's
+        return await _run(spec, emit, execute, sleep, pace)
+    with TurnScope(spec) as scope:
+        result = scope.result = await _run(spec, emit, execute, sleep, pace)
     return result
 
 

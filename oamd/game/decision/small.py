@@ -16,16 +16,18 @@ from collections.abc import Callable
 from typing import Any
 
 from oamd.agent.envelope import SentenceWatch
-from oamd.agent.events import ToolRecord, TurnEvent, TurnUsage
+from oamd.agent.events import ToolRecord, TurnEvent, TurnResult, TurnUsage
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.run_turn import run_turn
 from oamd.agent.small import chat_messages, chat_window, likeliest, turn_facts
 from oamd.agent.step import StepReading, read_step
 from oamd.agent.tools import ToolChoice
+from oamd.agent.trace import TurnScope
 from oamd.agent.turn_spec import ToolExecutor, TurnSettings, TurnSpec
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
 from oamd.game.decision.request import Choice, DecisionRequest
 from oamd.game.npc.prompt import render_value, sentence, text_list
+from oamd.jsonvalue import dumps_text
 
 __all__ = ["decide_by_likelihood"]
 
@@ -77,30 +79,51 @@ async def decide_by_likelihood(
     emit: Callable[[TurnEvent], None],
     execute: ToolExecutor,
 ) -> tuple[Choice, TurnUsage, list[ToolRecord]]:
-    """The choice, the usage of every step, the tool records.
+    """The choice, the usage of every step, the tool records; its steps are one traced turn.
 
     Raises:
         ModelError: a model step failed.
     """
-    system, question = _system(request), _question(request)
+    choice = request.choice if request.tools else ToolChoice("none")
+    spec = TurnSpec(
+        model,
+        _system(request),
+        _question(request),
+        tools=request.tools,
+        policy=ToolPolicy(choice=choice, max_rounds=request.max_tool_rounds),
+        settings=TurnSettings(
+            sampling=_reason_sampling(request),
+            user_label="game",
+            assistant_label=request.actor.name if request.actor is not None else "character",
+            stop=("\n",),
+            max_sentences=1,
+        ),
+    )
+    with TurnScope(spec) as turn:
+        chosen, usage, records = await _decide(request, spec, emit, execute)
+        answer = {
+            "reasoning": chosen.reasoning,
+            "choice": chosen.option_id,
+            "confidence": chosen.confidence,
+        }  # as a full-size model's structured answer reads
+        turn.result = TurnResult(
+            dumps_text(answer), answer, has_structured=True, records=records, usage=usage
+        )
+    return chosen, usage, records
+
+
+async def _decide(
+    request: DecisionRequest,
+    spec: TurnSpec,
+    emit: Callable[[TurnEvent], None],
+    execute: ToolExecutor,
+) -> tuple[Choice, TurnUsage, list[ToolRecord]]:
+    """The tools first, when the decision has them (``spec``'s turn, whose reply is the
+    reasoning), then the likeliest option, then its reason unless the tools' turn gave one."""
+    model, system, question = spec.model, spec.instructions or "", spec.prompt
     usage, records, reasoning = TurnUsage(), [], ""
     messages = [ChatMessage("system", system), ChatMessage("user", question)]
-    choice = request.choice if request.tools else ToolChoice("none")
-    if request.tools and choice.mode != "none":
-        spec = TurnSpec(
-            model,
-            system,
-            question,
-            tools=request.tools,
-            policy=ToolPolicy(choice=choice, max_rounds=request.max_tool_rounds),
-            settings=TurnSettings(
-                sampling=_reason_sampling(request),
-                user_label="game",
-                assistant_label=request.actor.name if request.actor is not None else "character",
-                stop=("\n",),
-                max_sentences=1,
-            ),
-        )
+    if request.tools and spec.policy.choice.mode != "none":
         turn = await run_turn(spec, emit, execute)
         usage, records, reasoning = turn.usage, list(turn.records), turn.text.strip()
         window = chat_window(spec.history)

@@ -27,6 +27,7 @@ from oamd.agent.history import History
 from oamd.agent.run_turn import run_turn
 from oamd.agent.small import NEUTRAL_EXCHANGE, Question, lift, reply_messages
 from oamd.agent.step import StepReading, read_step, stop_at
+from oamd.agent.trace import TurnScope
 from oamd.agent.turn_spec import TurnSettings, TurnSpec
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
 from oamd.errors import ModelError
@@ -86,7 +87,6 @@ async def run_small_model_talk(
         setup.instructions,
         setup.tools,
     )
-    emit, execute, tracker, pace = peer.emit, peer.execute, peer.tracker, peer.pace
     o, name = npc.options, npc.persona.name
     sampling = Sampling(
         temperature=LINE_TEMPERATURE if o.temperature is None else o.temperature,
@@ -109,11 +109,22 @@ async def run_small_model_talk(
             max_sentences=max(1, npc.persona.max_sentences),
         ),
     )
-    result = await run_turn(spec, emit, execute, pace=pace)
+    with TurnScope(spec) as turn:  # the line, a retry of it and the choices after it: one turn
+        outcome, turn.result = await _written(npc, player_line, spec, peer)
+    return outcome
+
+
+async def _written(
+    npc: Npc, player_line: str, spec: TurnSpec, peer: TalkPeer
+) -> tuple[TalkOutcome, TurnResult]:
+    """The turn's outcome, and the result of its last reply step (what its trace ends with)."""
+    emit, tracker, pace = peer.emit, peer.tracker, peer.pace
+    o, name, sampling = npc.options, npc.persona.name, spec.settings.sampling
+    result = await run_turn(spec, emit, peer.execute, pace=pace)
     line = clean_line(result.text, name)
     # what the line may not copy: the NPC's own lines it can see, and its persona text
     earlier = [m.content for m in reply_messages(spec, result) if m.role == "assistant"]
-    earlier.append(instructions)
+    earlier.append(spec.instructions or "")
     if line_problems(line, player_line, earlier):
         hotter = Sampling(
             temperature=max(RETRY_TEMPERATURE, sampling.temperature or 0.0),
@@ -127,7 +138,7 @@ async def run_small_model_talk(
         result = await regenerate_reply(spec, result, hotter, emit, pace=pace)
         line = clean_line(result.text, name)
         if line_problems(line, player_line, earlier):
-            return _fallback(npc, result, tracker)
+            return _fallback(npc, result, tracker), result
     # the closed choices and the options read on from the reply step's own conversation (the
     # KV cache holds it; after a retry, the one without the history)
     usage = result.usage
@@ -141,7 +152,7 @@ async def run_small_model_talk(
     outcome = TalkOutcome(line, emotion, options, ends, list(result.records), usage)
     outcome.entries = entries
     tracker.finish(line, emotion)
-    return outcome
+    return outcome, result
 
 
 def _fallback(npc: Npc, result: TurnResult, tracker: LineTracker) -> TalkOutcome:
