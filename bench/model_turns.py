@@ -167,7 +167,7 @@ def play(model: str, threads: int, tree: str | None = None) -> tuple[list[Turn],
             return result
 
         client.call("npc/create", INNKEEPER)
-        offset = settled(server)  # the warm-up's steps (background work) are not a turn's
+        offset = settled(server)  # the prefills' steps (background work) are not a turn's
         loaded = loaded_file(server.stderr_from(0)[0])
         earlier: list[str] = []
         for line in PLAYER_LINES:

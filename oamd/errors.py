@@ -147,8 +147,6 @@ class ModelError(OamdError):
             data["retryAfter"] = _iso_duration(retry_after)
         super().__init__(message or _DEFAULT_MODEL_MESSAGES[name], **data)
         self.retry_after = retry_after
-        self.turn_records: list[Any] = []
-        """Tool records the failed turn had gathered, for a caller's retry (the NPC's)."""
 
 
 _DEFAULT_MODEL_MESSAGES = {

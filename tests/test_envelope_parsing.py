@@ -21,7 +21,8 @@ from envelope_support import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oamd.agent.envelope._json_reader import (
+from oamd.agent.envelope._parser import Call, argument_candidates, encode_envelope, parse_envelope
+from oamd.agent.json_reader import (
     CompletionWatch,
     _balanced_end,
     _openers,
@@ -29,7 +30,6 @@ from oamd.agent.envelope._json_reader import (
     has_complete_value,
     streaming_value,
 )
-from oamd.agent.envelope._parser import Call, argument_candidates, encode_envelope, parse_envelope
 
 pytestmark = pytest.mark.anyio
 

@@ -1,6 +1,8 @@
 """No circle of imports inside a package: each package's modules import one another in layers, so
 any of them can be imported first. An import deferred into a function still counts (deferring it
-is how a circle hides); one under ``if TYPE_CHECKING:`` does not (it never runs)."""
+is how a circle hides); one under ``if TYPE_CHECKING:`` does not (it never runs); importing a
+module of another package counts as importing that package's ``__init__`` too (Python runs it
+first)."""
 
 from __future__ import annotations
 
@@ -53,12 +55,28 @@ def import_graph() -> dict[str, set[str]]:
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         top = ".".join(name.split(".")[:2])
         imported = _imports(ast.parse(path.read_text(encoding="utf-8")), package)
-        graph[name] = {
+        targets = {
             target
             for target in imported
             if target in modules and target != name and target.split(".")[:2] == top.split(".")
         }
+        graph[name] = targets | _packages_run(targets, name, modules)
     return graph
+
+
+def _packages_run(targets: set[str], importer: str, modules: dict[str, Path]) -> set[str]:
+    """The packages whose ``__init__`` importing ``targets`` runs first, from outside them: a
+    module that imports ``oamd.agent.envelope._x`` runs ``oamd.agent.envelope`` (and so what its
+    ``__init__`` imports) before ``_x``. From inside a package, its ``__init__`` is already
+    running or done."""
+    found = set()
+    for target in targets:
+        package = target.rpartition(".")[0]
+        while package.count(".") >= 2 and package != importer:
+            if package in modules and not importer.startswith(package + "."):
+                found.add(package)
+            package = package.rpartition(".")[0]
+    return found
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -92,6 +110,12 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_no_package_has_a_circle_of_imports():
     assert find_cycle(import_graph()) is None
+
+
+def test_a_module_imported_from_outside_its_package_runs_the_packages_init_first():
+    modules = {name: Path() for name in ("oamd.a", "oamd.a.p", "oamd.a.p.x", "oamd.a.p.y")}
+    assert _packages_run({"oamd.a.p.x"}, "oamd.a.step", modules) == {"oamd.a.p"}
+    assert _packages_run({"oamd.a.p.x"}, "oamd.a.p.y", modules) == set()
 
 
 def test_the_cycle_finder_finds_a_circle():

@@ -141,6 +141,32 @@ async def test_a_sessions_turn_shows_its_prompt_messages_raw_output_tool_calls_a
     assert turn["usage"]["promptTokens"] > 0
 
 
+async def test_a_failed_turn_shows_its_error_and_the_tool_calls_it_made_before_it(tmp_path):
+    # the turn's failure (agent/events.TurnFailed) carries what its run gathered
+    failing = {
+        "type": "scripted",
+        "steps": [
+            {"toolCalls": [{"name": "look", "arguments": {"thing": "jar"}}]},
+            {"error": "refusal"},
+        ],
+    }
+    async with inspected_daemon(tmp_path) as d:
+        d.client.tool_handler = _answer("a jar")
+        await d.client.request(
+            "session/create", {"session": "s", "tools": [LOOK], "model": failing}
+        )
+        with anyio.fail_after(5):
+            response = await d.client.call("session/respond", {"session": "s", "prompt": "Hm?"})
+        (conn,) = (await d.get("daemon"))["connections"]
+        (summary,) = (await d.get(f"connections/{conn['id']}/sessions/s"))["turns"]
+        turn = await d.get(f"connections/{conn['id']}/turns/{summary['id']}")
+    assert response["error"]["data"]["code"] == "refusal"
+    assert turn["status"] == "failed" and turn["error"]["name"] == "refusal"
+    assert turn["error"]["message"] == response["error"]["message"]
+    (tool,) = turn["tools"]
+    assert tool["name"] == "look" and tool["output"] == "a jar"
+
+
 class CachingModel(LanguageModel):
     """A model that reports usage as a server with a KV cache does."""
 
@@ -385,3 +411,66 @@ async def test_a_likelihood_choice_is_a_step_with_its_candidates_and_their_score
     assert look["scored"] == none["scored"] == "Anything?"
     assert look["message"]["content"] != none["message"]["content"]  # each reads the ask its way
     assert answer["output"] == "Nothing to look at."
+
+
+SMALL_MODEL = {"compactPrompts": True, "scoresText": True}
+
+
+async def test_the_choices_after_a_small_models_line_are_steps_of_its_turn(tmp_path):
+    # the emotion is read off the likelihoods after the line is written (game/npc/small_reply):
+    # those score steps belong to the talk's turn (agent/trace.TurnScope), not to nobody
+    small = {
+        "type": "scripted",
+        "style": "envelope",
+        "capabilities": SMALL_MODEL,
+        "steps": [
+            {"raw": "Welcome, traveller."},
+            {"scores": [-1.0, -3.0]},  # happy or sad after the line ...
+            {"scores": [-2.0, -2.0]},  # ... and after a neutral exchange (the prior)
+        ],
+    }
+    options = {"emotions": ["happy", "sad"], "canEndConversation": False, "playerOptionCount": 0}
+    async with inspected_daemon(tmp_path) as d:
+        await d.client.request(
+            "npc/create",
+            {"npc": "mira", "persona": {"name": "Mira"}, "options": options, "model": small},
+        )
+        with anyio.fail_after(5):
+            said = await d.client.request("npc/talk", {"npc": "mira", "line": "Hello."})
+        (conn,) = (await d.get("daemon"))["connections"]
+        (summary,) = (await d.get(f"connections/{conn['id']}/npcs/mira"))["turns"]
+        turn = await d.get(f"connections/{conn['id']}/turns/{summary['id']}")
+    assert (said["line"], said["emotion"]) == ("Welcome, traveller.", "happy")
+    assert turn["method"] == "npc/talk" and turn["status"] == "done"
+    line, emotion, prior = turn["steps"]
+    assert line["kind"] == "respond" and line["output"] == "Welcome, traveller."
+    assert emotion["kind"] == prior["kind"] == "score"
+    assert [c["scored"] for c in emotion["candidates"]] == ["happy", "sad"]
+    assert [c["logprob"] for c in emotion["candidates"]] == [-1.0, -3.0]
+    assert "Welcome, traveller." in [m["content"] for m in emotion["messages"]]  # after the line
+    assert "Welcome, traveller." not in [m["content"] for m in prior["messages"]]
+    assert turn["text"] == "Welcome, traveller."
+
+
+async def test_a_decision_by_likelihood_is_one_traced_turn(tmp_path):
+    small = {
+        "type": "scripted",
+        "style": "envelope",
+        "capabilities": SMALL_MODEL,
+        "steps": [{"scores": [-3.0, -0.5]}, {"raw": " the door is shut."}],
+    }
+    options = [{"id": "knock"}, {"id": "leave"}]
+    async with inspected_daemon(tmp_path) as d:
+        with anyio.fail_after(5):
+            chosen = await d.client.request(
+                "decision/decide", {"situation": "A door.", "options": options, "model": small}
+            )
+        (conn,) = (await d.get("daemon"))["connections"]
+        (summary,) = (await d.get(f"connections/{conn['id']}/turns"))["turns"]
+    assert chosen["optionID"] == "leave" and summary["method"] == "decision/decide"
+    assert summary["status"] == "done" and chosen["reasoning"] == "Because the door is shut."
+    assert [s["kind"] for s in summary["steps"]] == ["score", "respond"]
+    assert summary["text"] == (
+        '{"reasoning":"Because the door is shut.","choice":"leave","confidence":'
+        f"{chosen['confidence']}}}"
+    )

@@ -17,7 +17,7 @@ from oamd.agent.entries import (
     text_of,
 )
 from oamd.agent.prompt import turn_starts
-from oamd.agent.turn_spec import TurnSpec, one_off_turn
+from oamd.agent.turn_spec import TurnSettings, TurnSpec
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.jsonvalue import dumps_text
 
@@ -52,10 +52,10 @@ def render_lines(
     return lines
 
 
-COMPACT_SUMMARY_TOKENS = 120
+SMALL_MODEL_SUMMARY_TOKENS = 120
 """Output cap of a summary written by a small model (``capabilities.compact_prompts``)."""
 
-COMPACT_SUMMARY_SENTENCES = 3
+SMALL_MODEL_SUMMARY_SENTENCES = 3
 
 
 @dataclass(frozen=True)
@@ -68,15 +68,14 @@ class CompactionPlan:
     def spec(self, model: LanguageModel) -> TurnSpec:
         if model.capabilities.compact_prompts:
             # a small model asked for a summary rambles to its output limit: a few sentences
-            return one_off_turn(
-                model,
-                self.instructions,
-                self.prompt,
-                max_attempts=1,
-                sampling=Sampling(max_tokens=COMPACT_SUMMARY_TOKENS, repetition_penalty=1.2),
-                max_sentences=COMPACT_SUMMARY_SENTENCES,
+            sampling = Sampling(max_tokens=SMALL_MODEL_SUMMARY_TOKENS, repetition_penalty=1.2)
+            settings = TurnSettings(
+                sampling=sampling, max_attempts=1, max_sentences=SMALL_MODEL_SUMMARY_SENTENCES
             )
-        return one_off_turn(model, self.instructions, self.prompt, max_attempts=1)
+            return TurnSpec(model, self.instructions, self.prompt, settings=settings)
+        return TurnSpec(
+            model, self.instructions, self.prompt, settings=TurnSettings(max_attempts=1)
+        )
 
 
 def compact_history(

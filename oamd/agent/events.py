@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from oamd.agent.tools import ToolOutput
+from oamd.errors import ModelError
 
 __all__ = [
     "PartialValue",
@@ -103,4 +105,16 @@ class TurnResult:
     """History entries the turn adds when it commits."""
 
 
-__all__ += ["TurnResult"]
+class TurnFailed(ModelError):
+    """A turn that failed: the model error it ended with, as the wire shows it (the same name,
+    message and data), and the tool records its failed run gathered (``records``: what a
+    caller's retry carries on, the NPC's text retry; what the inspector shows). ``run_turn``
+    raises every model failure of a turn as one; the error it wraps is its ``__cause__``."""
+
+    def __init__(self, error: ModelError, records: Sequence[ToolRecord] = ()) -> None:
+        super().__init__(error.name, error.message, retry_after=error.retry_after)
+        self.data = dict(error.data)
+        self.records = tuple(records)
+
+
+__all__ += ["TurnFailed", "TurnResult"]

@@ -10,11 +10,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from oamd.agent.tools import ToolChoice
 
-__all__ = ["StepTools", "ToolPolicy"]
+__all__ = ["NO_OVERRIDES", "PolicyOverrides", "StepTools", "ToolPolicy"]
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyOverrides:
+    """What one request changes of a policy (``session/respond``'s ``toolChoice``,
+    ``maxToolRounds``, ``maxToolCalls``, ``enabledTools``; ``session/create`` reads its options'
+    the same way); ``None``: the policy's own is kept."""
+
+    choice: ToolChoice | None = None
+    max_rounds: int | None = None
+    max_calls: int | None = None
+    enabled: frozenset[str] | None = None
+
+
+NO_OVERRIDES = PolicyOverrides()
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +65,15 @@ class ToolPolicy:
             return StepTools("required", visible, offer_respond_directly=mode == "explicit")
         return StepTools("allowed", visible)
 
-    def with_overrides(self, overrides: dict[str, Any]) -> ToolPolicy:
-        """This policy with some fields replaced (by field name: ``choice``, ``max_rounds``…)."""
-        return replace(self, **overrides) if overrides else self
+    def with_overrides(self, overrides: PolicyOverrides) -> ToolPolicy:
+        """This policy with what ``overrides`` gives in place of its own."""
+        if overrides == NO_OVERRIDES:
+            return self
+        o = overrides
+        return replace(
+            self,
+            choice=self.choice if o.choice is None else o.choice,
+            max_rounds=self.max_rounds if o.max_rounds is None else o.max_rounds,
+            max_calls=self.max_calls if o.max_calls is None else o.max_calls,
+            enabled=self.enabled if o.enabled is None else o.enabled,
+        )

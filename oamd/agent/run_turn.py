@@ -3,9 +3,11 @@
 It is the top floor of the turn: the vocabulary (``oamd.agent.turn_spec``) is below both loops, the
 loops (``oamd.agent.native`` for models with a tool-call API, ``oamd.agent.envelope`` for
 text-only ones) are below this module, so no import runs back up. Committing the result is the
-caller's. Each turn is logged at debug level (``turn``: its steps, tool calls, tokens, time);
-each of its model steps by the loop (``oamd.agent.step_log``). A turn started where a tracer is
-set (``oamd.agent.trace``) is traced: its trace runs as ``CURRENT_TRACE`` while the turn does.
+caller's; a turn that fails raises ``TurnFailed`` (the loop's model error and the tool records
+its run gathered). Each turn is logged at debug level (``turn``: its steps, tool calls, tokens,
+time); each of its model steps by the loop (``oamd.agent.step_log``). A turn started where a
+tracer is set (``oamd.agent.trace``) is traced: its trace runs as ``CURRENT_TRACE`` while the
+turn does; one started while a trace is current (inside a ``TurnScope``) is part of that turn.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from oamd.agent.envelope import run_envelope_turn
-from oamd.agent.events import TurnEvent, TurnResult
+from oamd.agent.events import TurnEvent, TurnFailed, TurnResult
 from oamd.agent.native import run_native_turn
 from oamd.agent.stream import Pace
-from oamd.agent.trace import CURRENT_TRACE, TurnTrace, begin_trace, report_finished
+from oamd.agent.trace import CURRENT_TRACE, TurnScope
 from oamd.agent.turn_spec import ToolExecutor, TurnSpec
+from oamd.errors import ModelError
 from oamd.log import debug_enabled, get_logger
 
 __all__ = ["run_turn"]
@@ -41,32 +44,15 @@ async def run_turn(
     (``oamd.agent.stream``).
 
     Raises:
-        ModelError: the turn failed after its retries.
+        TurnFailed: the turn failed after its retries (a ``ModelError``, with the tool records
+            its failed run gathered).
         InvalidRequest: ``{"tool": name}`` names a tool the turn does not have (text-only models).
     """
-    trace = begin_trace(spec)
-    if trace is not None:
-        return await _traced(trace, spec, emit, execute, sleep, pace)
-    return await _run(spec, emit, execute, sleep, pace)
-
-
-async def _traced(
-    trace: TurnTrace,
-    spec: TurnSpec,
-    emit: Callable[[TurnEvent], None],
-    execute: ToolExecutor,
-    sleep: Callable[[float], Awaitable[None]],
-    pace: Pace | None,
-) -> TurnResult:
-    token = CURRENT_TRACE.set(trace)
-    try:
-        result = await _run(spec, emit, execute, sleep, pace)
-    except BaseException as exc:
-        report_finished(trace, None, exc)
-        raise
-    finally:
-        CURRENT_TRACE.reset(token)
-    report_finished(trace, result, None)
+    if CURRENT_TRACE.get() is not None:
+        # part of a turn traced around it (a TurnScope): its steps are that turn's
+        return await _run(spec, emit, execute, sleep, pace)
+    with TurnScope(spec) as scope:
+        result = scope.result = await _run(spec, emit, execute, sleep, pace)
     return result
 
 
@@ -79,7 +65,10 @@ async def _run(
 ) -> TurnResult:
     # the loop, the JSON constraint and the context budget all read the capabilities: a turn
     # planned before a server was probed would run on guesses (unconstrained JSON on llama.cpp)
-    await spec.model.settle_capabilities()
+    try:
+        await spec.model.settle_capabilities()
+    except ModelError as error:
+        raise TurnFailed(error) from error  # before any step: nothing gathered
     started = time.perf_counter()
     if spec.model.capabilities.native_tools:
         result = await run_native_turn(spec, emit, execute, sleep, pace)

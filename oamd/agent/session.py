@@ -1,4 +1,5 @@
-"""Sessions: an agent with its own conversation, options, tools and turn queue; and their store.
+"""Sessions: a conversation with a model, with its own options, tools and turn queue; and their
+store.
 
 A session's history is a list of entries (``oamd.agent.entries``); a turn adds its entries in one
 step when it commits. A session runs its own turns: ``Session.respond`` builds the spec, runs the
@@ -18,7 +19,7 @@ from oamd.agent.compaction import compact_history
 from oamd.agent.events import TurnResult
 from oamd.agent.footprint import Footprint, json_size
 from oamd.agent.history import History, entries_size
-from oamd.agent.policy import ToolPolicy
+from oamd.agent.policy import PolicyOverrides, ToolPolicy
 from oamd.agent.ports import RoomCheck, TurnPeer
 from oamd.agent.queue import Operation, TurnQueue
 from oamd.agent.run_turn import run_turn
@@ -122,7 +123,7 @@ class Session:
         return next((t for t in self.tools if t.name == name), None)
 
     def turn_spec(
-        self, prompt: str, overrides: dict[str, Any], schema: CompiledSchema | None
+        self, prompt: str, overrides: PolicyOverrides, schema: CompiledSchema | None
     ) -> TurnSpec:
         """The spec of a turn on this session as it stands now (call it when the turn starts).
 
@@ -154,7 +155,7 @@ class Session:
         self,
         op: Operation,
         prompt: str,
-        overrides: dict[str, Any],
+        overrides: PolicyOverrides,
         schema: CompiledSchema | None,
         peer: TurnPeer,
         check_room: RoomCheck,

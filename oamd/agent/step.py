@@ -1,10 +1,10 @@
-"""One model step, read: the one place outside the native loop's tool stream that calls a
-backend's ``generate`` or ``score``.
+"""One model step, read: the one place that calls a backend's ``generate`` or ``score``.
 
 ``read_step`` reads a generation: retried as the turn's ``RetryPolicy`` says (through the
 caller's ``sleep``), stopped once a complete JSON value has arrived or at a cut (a sentence
-limit, a marker), its usage (reported, else estimated) and the structured partial values; the
-text itself is gathered (bounded, and shown at a pace) by ``oamd.agent.stream``. ``score_step``
+limit, a marker), its usage (reported, else estimated) and the structured partial values, and
+the tool calls a model with a tool-call API asks for (the native loop's steps); the text itself
+is gathered (bounded, and shown at a pace) by ``oamd.agent.stream``. ``score_step``
 asks a backend how likely it finds each candidate, retried the same way. Both are timed and
 logged by ``oamd.agent.step_log`` (a ``model_step`` record; a scoring step is kind ``score``)
 and handed to the turn's trace when one is open. A retry repeats the model call only: tools and
@@ -19,8 +19,8 @@ from typing import Any
 
 import anyio
 
-from oamd.agent.envelope._json_reader import CompletionWatch, streaming_value
 from oamd.agent.events import PartialValue, TurnEvent, TurnUsage
+from oamd.agent.json_reader import CompletionWatch, streaming_value
 from oamd.agent.step_log import StepTimer
 from oamd.agent.stream import Pace, StepStream
 from oamd.agent.turn_spec import RetryPolicy
@@ -30,12 +30,20 @@ from oamd.backends.base import (
     ScoredText,
     Scores,
     TextDelta,
+    ToolCallRequest,
     Usage,
     estimate_tokens,
 )
 from oamd.errors import ModelError
 
-__all__ = ["ONE_ATTEMPT", "PartialEmitter", "StepReading", "read_step", "score_step"]
+__all__ = [
+    "ONE_ATTEMPT",
+    "PartialEmitter",
+    "StepReading",
+    "read_step",
+    "score_step",
+    "stop_at",
+]
 
 ONE_ATTEMPT = RetryPolicy(max_attempts=1)
 """For the small steps a game turn adds after its line (player options, a decision's reason):
@@ -45,7 +53,8 @@ a failure there is the caller's to absorb, not to wait out."""
 @dataclass(frozen=True, slots=True)
 class StepReading:
     """How a generation is read. ``on_text`` sees the text so far as ``StepStream`` paces it
-    (always the whole text last); ``pace`` is awaited after each of those; ``on_retry`` runs
+    (always the whole text last); ``on_tool_call`` each tool call the model asks for, as it
+    comes; ``pace`` is awaited after each of those; ``on_retry`` runs
     before a retried attempt; ``stop_early`` ends the read at the first complete JSON object (or
     array, with ``arrays``) — or, with ``chatter_chars``, once that many characters followed it
     (a model may end by itself meanwhile, which keeps an append-only conversation going on);
@@ -54,6 +63,7 @@ class StepReading:
     no usage is counted by the chars/4 estimate."""
 
     on_text: Callable[[str], None] | None = None
+    on_tool_call: Callable[[ToolCallRequest], None] | None = None
     on_retry: Callable[[], None] | None = None
     pace: Pace | None = None
     stop_early: bool = False
@@ -64,6 +74,21 @@ class StepReading:
 
 
 PLAIN = StepReading()
+
+
+def stop_at(marker: str) -> Callable[[str], int | None]:
+    """A ``StepReading.stop_when`` that cuts the text where ``marker`` first appears."""
+    text = ""
+
+    def seen(delta: str) -> int | None:
+        nonlocal text
+        start = max(0, len(text) - len(marker) + 1)  # only where the delta may complete it
+        text += delta
+        found = text.find(marker, start)
+        return None if found < 0 else found
+
+    return seen
+
 
 PARTIAL_EVERY_CHARS = 32
 """Within a long string value the partial value is re-read at most this often (re-reading on
@@ -131,6 +156,7 @@ async def _read(
     watch = CompletionWatch(arrays=reading.arrays) if reading.stop_early else None
     reported = False
     complete_at: int | None = None
+    tool_calls: list[ToolCallRequest] = []
     events = model.generate(request)
     try:
         async for event in events:
@@ -156,6 +182,12 @@ async def _read(
                 if complete_at is not None and stream.length - complete_at >= chatter_chars:
                     outcome = "stopped"
                     break  # the answer is complete; the rest would be chatter
+            elif type(event) is ToolCallRequest:
+                timer.text()
+                tool_calls.append(event)
+                if reading.on_tool_call is not None:
+                    reading.on_tool_call(event)
+                await stream.checkpoint()
             elif type(event) is Usage:
                 usage.add(event.input_tokens, event.cached_input_tokens, event.output_tokens)
                 timer.usage(event)
@@ -169,7 +201,7 @@ async def _read(
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
-        timer.log(outcome, stream)
+        timer.log(outcome, stream, tool_calls)
     text = stream.finish()
     if not reported and reading.estimate_usage:
         prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)

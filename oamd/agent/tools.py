@@ -19,6 +19,7 @@ from oamd.agent.schema import CompiledSchema
 from oamd.jsonvalue import dumps_text
 
 __all__ = [
+    "MAX_TOOL_OUTPUT_CHARS",
     "RESPOND_ACTION",
     "RESPOND_DIRECTLY",
     "ToolChoice",
@@ -29,6 +30,9 @@ __all__ = [
 RESPOND_ACTION = "respond"
 """The text-only (envelope) loop's action that means "reply without a tool"; no client tool may be
 named so (open-android-models reserves it too)."""
+
+MAX_TOOL_OUTPUT_CHARS = 1500
+"""A tool output shown to a text-only model is cut here, followed by ``… (truncated)``."""
 
 RESPOND_DIRECTLY = "respond_directly"
 """The built-in tool ``explicit`` offers on the first step: call it to answer without a lookup."""

@@ -1,20 +1,22 @@
 """Turn tracing: an optional observer of every turn and of each of its model steps.
 
 Off unless a ``TurnTracer`` is set in the context (``TURN_TRACER``; ``oamd --inspect`` sets one
-for the daemon's whole task tree). Then ``run_turn`` asks it for one ``TurnTrace`` per turn and
-each step's timer (``oamd.agent.step_log``) hands that trace the step's figures: the request as
-the backend received it, the raw text and tool calls it answered with, tokens and times. Nothing
-is gathered, copied or kept here: with no tracer a turn costs one context lookup and each step
-another. What a trace keeps, and how much, is the tracer's; it runs on the protocol's path, so it
-must not block, and what it raises is contained here (``begin_trace``, ``report_step``,
-``report_finished``: logged with its traceback and dropped), so a turn's result never depends on
-whether it is watched.
+for the daemon's whole task tree). Then ``run_turn`` asks it for one ``TurnTrace`` per turn — or
+a ``TurnScope`` does, for a turn made of more than one loop's steps (a small model's NPC line and
+the closed choices read after it, a decision by likelihood), and every step read inside it, the
+loop's included, is that turn's — and each step's timer (``oamd.agent.step_log``) hands the
+trace the step's figures: the request as the backend received it, the raw text and tool calls it
+answered with, tokens and times. Nothing is gathered, copied or kept here: with no tracer a turn
+costs two context lookups and each step one. What a trace keeps, and how much, is the tracer's;
+it runs on the protocol's path, so it must not block, and what it raises is contained here
+(``begin_trace``, ``report_step``, ``report_finished``: logged with its traceback and dropped), so
+a turn's result never depends on whether it is watched.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -29,6 +31,7 @@ __all__ = [
     "CURRENT_TRACE",
     "TURN_TRACER",
     "StepFigures",
+    "TurnScope",
     "TurnTrace",
     "TurnTracer",
     "begin_trace",
@@ -83,7 +86,8 @@ TURN_TRACER: ContextVar[TurnTracer | None] = ContextVar("oamd_turn_tracer", defa
 """The tracer of every turn started in this context (``None``: turns are not traced)."""
 
 CURRENT_TRACE: ContextVar[TurnTrace | None] = ContextVar("oamd_current_trace", default=None)
-"""The trace of the turn running in this task, set by ``run_turn`` while it runs."""
+"""The trace of the turn running in this task, set by ``run_turn`` (or a ``TurnScope``) while
+it runs."""
 
 
 def begin_trace(spec: TurnSpec) -> TurnTrace | None:
@@ -115,3 +119,30 @@ def report_finished(
         trace.finished(result, error)
     except Exception:
         log.exception("turn_tracer_failed", hook="finished")
+
+
+class TurnScope:
+    """One turn's trace around what its ``with`` block runs: begun for ``spec`` (when a tracer
+    is set and takes it), current while the block runs — so ``run_turn`` inside it, and every
+    step read by ``oamd.agent.step``, belongs to this turn — and told, when the block ends, the
+    ``result`` the block set or the error it ended with."""
+
+    __slots__ = ("_token", "_trace", "result")
+
+    def __init__(self, spec: TurnSpec) -> None:
+        self._trace = begin_trace(spec)
+        self._token: Token[TurnTrace | None] | None = None
+        self.result: TurnResult | None = None
+        """What the turn ended with (its text, tool records and usage), set by the block."""
+
+    def __enter__(self) -> TurnScope:
+        if self._trace is not None:
+            self._token = CURRENT_TRACE.set(self._trace)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._trace is None or self._token is None:
+            return
+        CURRENT_TRACE.reset(self._token)
+        error = exc[1] if isinstance(exc[1], BaseException) else None
+        report_finished(self._trace, None if error is not None else self.result, error)

@@ -3,8 +3,8 @@
 It is the bottom floor of the turn: both tool loops (``oamd.agent.native``, ``oamd.agent.envelope``)
 build on it and the dispatcher (``oamd.agent.run_turn``) sits above them, so nothing here imports a
 loop. ``TurnSettings`` holds the defaults of every per-turn knob once; ``RetryPolicy`` is the one
-rule both loops retry model failures by; ``one_off_turn`` builds the spec of every turn that has
-no session (NPC lines and barks, decisions, content, summaries).
+rule both loops retry model failures by; a ``TurnSpec`` is every turn's, in a session or not (NPC
+lines and barks, decisions, content, summaries), each naming only what differs from the defaults.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 import string
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from oamd.agent.events import ToolCall, ToolRecord
@@ -29,13 +29,13 @@ __all__ = [
     "NO_TOOLS",
     "RETRIED_ERRORS",
     "RETRY_FIRST_WAIT_SECONDS",
+    "Labels",
     "NoToolExecutor",
     "RetryPolicy",
     "ToolExecutor",
     "TurnSettings",
     "TurnSpec",
     "new_call_id",
-    "one_off_turn",
 ]
 
 RETRIED_ERRORS = frozenset({"generation_failed", "busy", "rate_limited"})
@@ -148,6 +148,14 @@ class RetryPolicy:
                 on_retry()
 
 
+@dataclass(frozen=True, slots=True)
+class Labels:
+    """How a text-only turn names its two speakers in what the model reads."""
+
+    user: str = "User"
+    assistant: str = "Assistant"
+
+
 @dataclass(frozen=True)
 class TurnSettings:
     """A turn's knobs, with their defaults (a session's ``options`` override them)."""
@@ -179,15 +187,25 @@ class TurnSettings:
 DEFAULT_TURN_SETTINGS = TurnSettings()
 
 
+NO_TOOLS = ToolPolicy(choice=ToolChoice("none"), max_rounds=0)
+"""The policy of a turn that offers no tools (a bark, a summary, a retry after a blocked turn)."""
+
+
 @dataclass
 class TurnSpec:
-    """Everything one turn needs, gathered when it starts."""
+    """Everything one turn needs, gathered when it starts: the model that answers, what it is told
+    (``instructions``, the ``history``, the ``prompt``), the tools it is offered and the policy
+    they are offered under, the ``schema`` its answer must match, and how it is sampled, retried
+    and read (``settings``). A session's turn gives each; a turn outside one (an NPC's line or
+    bark, a decision, content, a summary) names only what it changes: no tools, no history and
+    ``TurnSettings``' defaults unless given."""
 
     model: LanguageModel
     instructions: str | None
-    tools: Sequence[ToolDefinition]
-    policy: ToolPolicy
     prompt: str
+    _: KW_ONLY
+    tools: Sequence[ToolDefinition] = ()
+    policy: ToolPolicy = NO_TOOLS
     history: History = field(default_factory=History)
     """The committed conversation; the turn sends its window (``agent.history``)."""
     schema: CompiledSchema | None = None
@@ -197,50 +215,3 @@ class TurnSpec:
     watch: Callable[[list[dict[str, Any]]], None] | None = None
     """Receives the live list of this attempt's entries (``session/transcript`` shows a running
     turn's progress); the list grows as the turn runs and is not committed by being watched."""
-
-
-NO_TOOLS = ToolPolicy(choice=ToolChoice("none"), max_rounds=0)
-"""The policy of a turn that offers no tools (a bark, a summary, a retry after a blocked turn)."""
-
-
-def one_off_turn(
-    model: LanguageModel,
-    instructions: str | None,
-    prompt: str,
-    *,
-    tools: Sequence[ToolDefinition] = (),
-    policy: ToolPolicy = NO_TOOLS,
-    schema: CompiledSchema | None = None,
-    sampling: Sampling = Sampling(),
-    history: History | None = None,
-    max_attempts: int = DEFAULT_TURN_SETTINGS.max_attempts,
-    carried_records: Sequence[ToolRecord] = (),
-    labels: tuple[str, str] | None = None,
-    stop: tuple[str, ...] = (),
-    max_sentences: int | None = None,
-) -> TurnSpec:
-    """The spec of a turn outside a session: ``TurnSettings``' defaults but for ``sampling``,
-    ``max_attempts``, the ``(user, assistant)`` labels, ``stop`` and ``max_sentences``, and no
-    tools unless given (with their ``policy``)."""
-    user, assistant = labels or (
-        DEFAULT_TURN_SETTINGS.user_label,
-        DEFAULT_TURN_SETTINGS.assistant_label,
-    )
-    return TurnSpec(
-        model=model,
-        instructions=instructions,
-        tools=tools,
-        policy=policy,
-        prompt=prompt,
-        history=History() if history is None else history,
-        schema=schema,
-        settings=TurnSettings(
-            sampling=sampling,
-            max_attempts=max_attempts,
-            user_label=user,
-            assistant_label=assistant,
-            stop=stop,
-            max_sentences=max_sentences,
-        ),
-        carried_records=carried_records,
-    )

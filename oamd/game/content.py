@@ -1,5 +1,5 @@
-"""ContentGenerator: schema-shaped game content (items, quests, rumors, loot) in one turn;
-``generate`` is the service ``content/generate`` hands a request to."""
+"""Game content (``content/generate``): schema-shaped items, quests, rumors or loot in one
+turn; ``generate`` is the service the adapter hands a request to."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from oamd.agent.policy import ToolPolicy
 from oamd.agent.run_turn import run_turn
 from oamd.agent.schema import CompiledSchema
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn_spec import ToolExecutor, TurnSpec, one_off_turn
+from oamd.agent.turn_spec import ToolExecutor, TurnSettings, TurnSpec
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import ModelError
 from oamd.jsonvalue import dumps_text
@@ -40,14 +40,14 @@ class ContentRequest:
             context = self.context if isinstance(self.context, str) else dumps_text(self.context)
             prompt = f"{prompt}\nFacts: {context}"
         instructions = self.instructions.strip() if self.instructions else ""
-        return one_off_turn(
+        return TurnSpec(
             model,
             instructions or DEFAULT_INSTRUCTIONS,
             prompt,
             tools=self.tools,
             policy=ToolPolicy(choice=ToolChoice("auto" if self.tools else "none")),
             schema=self.schema,
-            sampling=self.sampling,
+            settings=TurnSettings(sampling=self.sampling),
         )
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from oamd.agent.events import TurnFailed
 from oamd.agent.trace import StepFigures
 from oamd.inspector._preview import clip, preview
 from oamd.limits import (
@@ -129,7 +130,7 @@ class TurnRecord:
                     "name": getattr(error, "name", type(error).__name__),
                     "message": message,
                 }
-                self.tools = getattr(error, "turn_records", None) or ()
+                self.tools = error.records if isinstance(error, TurnFailed) else ()
                 self.usage = (
                     sum(s.prompt_tokens for s in self.steps),
                     sum(s.cached_tokens for s in self.steps),

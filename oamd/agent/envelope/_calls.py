@@ -15,10 +15,10 @@ from typing import Any
 
 from oamd.agent.entries import CallEntry, tool_calls_entry, tool_output_entry
 from oamd.agent.envelope._parser import call_key
-from oamd.agent.envelope._prompt import Labels, tool_line
+from oamd.agent.envelope._prompt import tool_line
 from oamd.agent.events import ToolCall, ToolCompleted, ToolRecord, ToolStarted, TurnEvent
 from oamd.agent.tools import ToolDefinition, ToolOutput
-from oamd.agent.turn_spec import ToolExecutor, new_call_id
+from oamd.agent.turn_spec import Labels, ToolExecutor, new_call_id
 
 __all__ = ["TurnCalls"]
 

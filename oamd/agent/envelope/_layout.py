@@ -17,12 +17,11 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from oamd.agent.envelope._prompt import (
     PRECISE_COUNT_SHARE,
-    Labels,
     fit_window,
     history_window,
     render_body,
 )
-from oamd.agent.turn_spec import TurnSpec
+from oamd.agent.turn_spec import Labels, TurnSpec
 from oamd.backends.base import ChatMessage, estimate_tokens
 
 __all__ = ["StepLayout", "StepThread", "fits"]

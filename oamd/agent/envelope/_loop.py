@@ -21,19 +21,7 @@ import anyio
 
 from oamd.agent.entries import RESPONSE, kind_of, prompt_entry, response_entry
 from oamd.agent.envelope._calls import TurnCalls
-from oamd.agent.envelope._compact import (
-    channel_candidates,
-    chat_messages,
-    chat_window,
-    turn_facts,
-)
 from oamd.agent.envelope._fields import is_flat, write_fields
-from oamd.agent.envelope._json_reader import (
-    LenientJsonError,
-    first_value,
-    json_candidates,
-    parse_lenient,
-)
 from oamd.agent.envelope._layout import StepLayout
 from oamd.agent.envelope._parser import (
     NOT_AN_OBJECT,
@@ -45,7 +33,6 @@ from oamd.agent.envelope._parser import (
     parse_envelope,
 )
 from oamd.agent.envelope._prompt import (
-    Labels,
     Repair,
     arguments_task,
     decide_schema,
@@ -62,13 +49,21 @@ from oamd.agent.events import (
     Step,
     StepStarted,
     TurnEvent,
+    TurnFailed,
     TurnResult,
     TurnUsage,
 )
+from oamd.agent.json_reader import (
+    LenientJsonError,
+    first_value,
+    json_candidates,
+    parse_lenient,
+)
+from oamd.agent.small import best, channel_candidates, chat_messages, chat_window, turn_facts
 from oamd.agent.step import PartialEmitter, StepReading, read_step, score_step
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolDefinition
-from oamd.agent.turn_spec import NoToolExecutor, ToolExecutor, TurnSpec
+from oamd.agent.turn_spec import Labels, NoToolExecutor, ToolExecutor, TurnSpec
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -79,7 +74,7 @@ from oamd.backends.scripted.turn_snapshot import TurnSnapshot, showing
 from oamd.errors import InvalidRequest, ModelError
 from oamd.jsonvalue import dumps_text
 
-__all__ = ["STEP_KINDS", "regenerate_reply", "run_envelope_turn", "warm_up"]
+__all__ = ["STEP_KINDS", "prefill_system_text", "regenerate_reply", "run_envelope_turn"]
 
 DECIDE, TOOL_ARGUMENTS, RESPOND, STRUCTURED = "decide", "toolArguments", "respond", "structured"
 STEP_KINDS = (DECIDE, TOOL_ARGUMENTS, RESPOND, STRUCTURED)
@@ -117,7 +112,7 @@ class _Failed:
 _Outcome = _Chosen | _Failed | Respond
 
 
-async def warm_up(
+async def prefill_system_text(
     model: LanguageModel,
     instructions: str | None,
     tools: Sequence[ToolDefinition],
@@ -133,7 +128,7 @@ async def warm_up(
     if capabilities.native_tools or not capabilities.prefix_cache:
         return
     if capabilities.compact_prompts and not capabilities.append_only_steps:
-        system = (instructions or "").strip()  # the compact layout sends no catalog
+        system = (instructions or "").strip()  # the small-model layout sends no catalog
     else:
         system = system_text(instructions, tools, Labels(user_label, assistant_label))
     if system:
@@ -202,13 +197,13 @@ class _EnvelopeTurn:
         self.settings = spec.settings
         self.labels = Labels(spec.settings.user_label, spec.settings.assistant_label)
         capabilities = spec.model.capabilities
-        self.compact = capabilities.compact_prompts and not capabilities.append_only_steps
-        """Small model: the chat layout of ``_compact``, no catalog, free-text replies."""
-        self.by_likelihood = self.compact and capabilities.scores_text
+        self.small = capabilities.compact_prompts and not capabilities.append_only_steps
+        """Small model: the chat layout of ``agent.small``, no catalog, free-text replies."""
+        self.by_likelihood = self.small and capabilities.scores_text
         """Which tool (or none) is chosen from the model's likelihoods, not generated."""
         self.system = (
             (spec.instructions or "").strip()
-            if self.compact
+            if self.small
             else system_text(spec.instructions, spec.tools, self.labels)
         )
         self.by_name = {t.name: t for t in spec.tools}
@@ -229,8 +224,8 @@ class _EnvelopeTurn:
         try:
             return await self._run()
         except ModelError as error:
-            error.turn_records = self.calls.records  # what the failed run gathered, for a retry
-            raise
+            # with what the failed run gathered, for a caller's retry
+            raise TurnFailed(error, self.calls.records) from error
 
     async def _run(self) -> TurnResult:
         policy = self.spec.policy
@@ -303,7 +298,7 @@ class _EnvelopeTurn:
         failure = _Failed(None, {}, NOT_AN_OBJECT)
         for attempt in range(STEP_TRIES):
             task = decide_task(tools, allow_respond, self.labels, self.spec.prompt, repair)
-            if self.compact:  # no catalog in the system text: the task carries it
+            if self.small:  # no catalog in the system text: the task carries it
                 task = f"{tool_catalog(tools, self.labels)}\n\n{task}"
             request, trimmed = await self._request(DECIDE, task, schema)
             self._start(DECIDE, mode, names, trimmed, attempt > 0)
@@ -326,7 +321,7 @@ class _EnvelopeTurn:
 
     async def _likely_step(self, tools: Sequence[ToolDefinition], allow_respond: bool) -> _Outcome:
         """The decide step of a model that scores texts: the most likely reading of the user's
-        message (``_compact.channel_candidates``) picks the tool, or no tool; the arguments of
+        message (``agent.small.channel_candidates``) picks the tool, or no tool; the arguments of
         a tool that takes some come from a toolArguments step."""
         options: list[ToolDefinition | None] = [*tools, None] if allow_respond else list(tools)
         window = chat_window(self.spec.history, trim=self.settings.trim_history)
@@ -338,8 +333,7 @@ class _EnvelopeTurn:
         scores = await score_step(
             self.spec.model, candidates, self.usage, self.settings.retry, self.sleep
         )
-        best = max(range(len(options)), key=scores.logprobs.__getitem__)
-        tool = options[best]
+        tool = options[best(scores)]
         if tool is None:
             return Respond()
         outcome = await self._arguments_step(tool)
@@ -353,9 +347,9 @@ class _EnvelopeTurn:
 
     def _reply_stops(self) -> tuple[str, ...]:
         """Where a reply ends besides the model's end of message: the turn's own stops, else, in
-        the compact layout, a line the model starts for someone else (a small model writes the
+        the small-model layout, a line the model starts for someone else (a small model writes the
         user's next line too: "The North Gate is open.\nUser: Please go ahead…")."""
-        if self.settings.stop or not self.compact:
+        if self.settings.stop or not self.small:
             return self.settings.stop
         labels = dict.fromkeys(
             (self.labels.user, self.labels.assistant, "User", "Assistant")
@@ -363,7 +357,7 @@ class _EnvelopeTurn:
         return tuple(f"\n{label}:" for label in labels)
 
     def _facts(self) -> list[str]:
-        """This turn's tool results as the compact layout shows them."""
+        """This turn's tool results as the small-model layout shows them."""
         return turn_facts(self.entries)
 
     async def _arguments_step(self, tool: ToolDefinition) -> _Outcome:
@@ -393,7 +387,7 @@ class _EnvelopeTurn:
         plain = self._plain()
         task = (
             ""
-            if plain or self.compact
+            if plain or self.small
             else respond_task(self.labels, self.spec.prompt, bool(self.calls.records))
         )
         request, trimmed = await self._request(RESPOND, task, None, plain=plain)
@@ -409,7 +403,7 @@ class _EnvelopeTurn:
         )
         text = cleaner.final(raw)
         cap = request.sampling.max_tokens
-        if self.compact and cap and self.usage.output_tokens - output_before >= cap:
+        if self.small and cap and self.usage.output_tokens - output_before >= cap:
             text = whole_sentences(text)  # cut by the output limit: end at its last sentence
         self.display.finish(text)
         self.entries.append(response_entry(text))
@@ -437,9 +431,9 @@ class _EnvelopeTurn:
                 ordered, problems = schema.accept(value)
                 if not problems:
                     self.emit(PartialValue(ordered))
-                    compact = dumps_text(ordered)
-                    self.entries.append(response_entry(compact, ordered))
-                    return self._result(compact, ordered, True)
+                    answer = dumps_text(ordered)
+                    self.entries.append(response_entry(answer, ordered))
+                    return self._result(answer, ordered, True)
                 problem = f"the JSON does not match the required form: {join_problems(problems)}"
             else:
                 problem = _NO_JSON
@@ -473,16 +467,16 @@ class _EnvelopeTurn:
                 f"{join_problems(problems)}.",
             )
         self.emit(PartialValue(ordered))
-        compact = dumps_text(ordered)
-        self.entries.append(response_entry(compact, ordered))
-        return self._result(compact, ordered, True)
+        answer = dumps_text(ordered)
+        self.entries.append(response_entry(answer, ordered))
+        return self._result(answer, ordered, True)
 
     # ---- model steps ---------------------------------------------------------------------------
 
     def _plain(self) -> bool:
         """A first request with nothing before it: the prompt is sent as it is."""
-        if self.compact:
-            return False  # the compact layout always sends the prompt as it is
+        if self.small:
+            return False  # the small-model layout always sends the prompt as it is
         if self.layout.continues:
             return False
         return not self.spec.history and not self.calls.lines and bool(self.spec.prompt.strip())
@@ -497,7 +491,7 @@ class _EnvelopeTurn:
     async def _request(
         self, kind: str, task: str, schema: dict[str, Any] | None, *, plain: bool = False
     ) -> tuple[GenerationRequest, int]:
-        if self.compact:
+        if self.small:
             window = chat_window(self.spec.history, trim=self.settings.trim_history)
             messages = chat_messages(self.system, window, self.spec.prompt, self._facts(), task)
             trimmed = window.trimmed

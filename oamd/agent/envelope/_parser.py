@@ -4,7 +4,7 @@ It owns reading an answer as ``Respond``, ``Call(tool, candidates)`` or ``Invali
 (wrappers, action and argument key synonyms, tool names matched ignoring case and separators,
 respond synonyms, a bare action word), the argument candidates of a toolArguments answer, choosing
 the first candidate ``CompiledSchema.accept`` takes, and the canonical encoder.
-It never raises on model output; the JSON reading itself is ``oamd.agent.envelope._json_reader``'s.
+It never raises on model output; the JSON reading itself is ``oamd.agent.json_reader``'s.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from oamd.agent.envelope._json_reader import first_value, json_candidates
+from oamd.agent.json_reader import first_value, json_candidates
 from oamd.agent.schema import CompiledSchema
 from oamd.agent.tools import RESPOND_ACTION
 from oamd.jsonvalue import dumps_text

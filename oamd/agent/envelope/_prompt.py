@@ -14,7 +14,6 @@ it answers.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from oamd.agent.entries import (
@@ -31,12 +30,12 @@ from oamd.agent.entries import (
 )
 from oamd.agent.history import History, Window
 from oamd.agent.schema import envelope_example, render_fields, render_inline
-from oamd.agent.tools import ToolDefinition, ToolOutput
+from oamd.agent.tools import MAX_TOOL_OUTPUT_CHARS, ToolDefinition, ToolOutput
+from oamd.agent.turn_spec import Labels
 from oamd.backends.base import estimate_tokens
 from oamd.jsonvalue import dumps_text
 
 __all__ = [
-    "Labels",
     "arguments_task",
     "decide_schema",
     "decide_task",
@@ -50,9 +49,6 @@ __all__ = [
     "system_text",
     "tool_line",
 ]
-
-MAX_TOOL_OUTPUT_CHARS = 1500
-"""A tool output shown to the model is cut here, followed by ``… (truncated)``."""
 
 MAX_MESSAGE_CHARS = 300
 """The user's last message quoted in a task is cut here, followed by ``…``."""
@@ -73,12 +69,6 @@ _PARAMETERLESS_BLOCKERS = ("anyOf", "oneOf", "allOf", "$ref", "enum", "const", "
 
 Repair = tuple[str, str]
 """The problem with the previous answer, and that answer."""
-
-
-@dataclass(frozen=True, slots=True)
-class Labels:
-    user: str = "User"
-    assistant: str = "Assistant"
 
 
 def tool_catalog(tools: Sequence[ToolDefinition], labels: Labels) -> str:

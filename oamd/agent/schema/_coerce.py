@@ -124,97 +124,107 @@ def _child_path(path: str, key: str) -> str:
 
 def validate_value(value: Any, schema: dict, root: dict) -> list[str]:
     """Returns the problems of ``value`` against ``schema`` as ``"<path>: <message>"``; [] when valid."""
-    out: list[str] = []
-    _check(value, schema, root, "$", out, 0)
-    return out
+    check = _Check(root)
+    check.value(value, schema, "$", 0)
+    return check.problems
 
 
-def _check(v: Any, s: dict, root: dict, path: str, out: list[str], depth: int) -> None:
-    if depth > _MAX_VALUE_DEPTH:
-        return
-    if "$ref" in s:
-        s = _resolve(s, root)
-    branches = s.get("anyOf")
-    if branches is not None:
-        _check_branches(v, s, branches, root, path, out, depth)
-        return
-    types = _types(s)
-    if types and not any(_TYPE_CHECKS[t](v) for t in types):
-        expected = " or ".join(_TYPE_NAMES[t] for t in types)
-        out.append(f"{path}: expected {expected}, got {_got(v)}")
-        return
-    if "enum" in s and v not in s["enum"]:
-        out.append(f"{path}: must be one of {_json(s['enum'])}; got {_preview(v)}")
-    if "const" in s and v != s["const"]:
-        out.append(f"{path}: must be exactly {_json(s['const'])}; got {_preview(v)}")
-    if isinstance(v, dict):
-        _check_object(v, s, root, path, out, depth)
-    elif isinstance(v, list):
-        _check_array(v, s, root, path, out, depth)
-    elif _is_number(v):
-        low, high = s.get("minimum"), s.get("maximum")
-        if low is not None and v < low:
-            out.append(f"{path}: must be at least {_json(low)}; got {_preview(v)}")
-        if high is not None and v > high:
-            out.append(f"{path}: must be at most {_json(high)}; got {_preview(v)}")
+class _Check:
+    """One validation walk: the schema references resolve against (``root``), and the problems
+    found so far, in the order met."""
 
+    __slots__ = ("problems", "root")
 
-def _check_object(v: dict, s: dict, root: dict, path: str, out: list[str], depth: int) -> None:
-    props = s.get("properties", {})
-    for name in s.get("required", ()):
-        if name not in v:
-            out.append(f"{path}: missing required property {_json(name)}")
-    closed = s.get("additionalProperties") is False
-    for key, item in v.items():
-        sub = props.get(key)
-        if sub is not None:
-            _check(item, sub, root, _child_path(path, key), out, depth + 1)
-        elif closed:
-            allowed = ", ".join(_json(p) for p in props)
-            note = f"allowed: {allowed}" if allowed else "no properties are allowed"
-            out.append(f"{path}: unexpected property {_json(key)} ({note})")
+    def __init__(self, root: dict) -> None:
+        self.root = root
+        self.problems: list[str] = []
 
-
-def _check_array(v: list, s: dict, root: dict, path: str, out: list[str], depth: int) -> None:
-    low, high = s.get("minItems"), s.get("maxItems")
-    if low is not None and len(v) < low:
-        out.append(f"{path}: must have at least {low} item(s); got {len(v)}")
-    if high is not None and len(v) > high:
-        out.append(f"{path}: must have at most {high} item(s); got {len(v)}")
-    items = s.get("items")
-    if items is not None:
-        for index, item in enumerate(v):
-            _check(item, items, root, f"{path}[{index}]", out, depth + 1)
-
-
-def _check_branches(
-    v: Any, s: dict, branches: list, root: dict, path: str, out: list[str], depth: int
-) -> None:
-    candidates: list[list[str]] = []
-    for branch in branches:
-        problems: list[str] = []
-        _check(v, branch, root, path, problems, depth + 1)
-        if not problems:
+    def value(self, v: Any, s: dict, path: str, depth: int) -> None:
+        if depth > _MAX_VALUE_DEPTH:
             return
-        if _type_accepts(v, branch, root):
-            candidates.append(problems)
-    if not candidates:
-        expected = " or ".join(_type_names(s, root, []))
-        out.append(f"{path}: expected {expected}, got {_got(v)}")
-    elif len(candidates) == 1:
-        out.extend(candidates[0])
-    else:
-        closest = min(candidates, key=len)
-        out.append(
-            f"{path}: does not match any of the {len(branches)} allowed alternatives"
-            f" (closest: {'; '.join(closest[:2])})"
-        )
+        out, root = self.problems, self.root
+        if "$ref" in s:
+            s = _resolve(s, root)
+        if s.get("anyOf") is not None:
+            self._branches(v, s, path, depth)
+            return
+        types = _types(s)
+        if types and not any(_TYPE_CHECKS[t](v) for t in types):
+            expected = " or ".join(_TYPE_NAMES[t] for t in types)
+            out.append(f"{path}: expected {expected}, got {_got(v)}")
+            return
+        if "enum" in s and v not in s["enum"]:
+            out.append(f"{path}: must be one of {_json(s['enum'])}; got {_preview(v)}")
+        if "const" in s and v != s["const"]:
+            out.append(f"{path}: must be exactly {_json(s['const'])}; got {_preview(v)}")
+        if isinstance(v, dict):
+            self._object(v, s, path, depth)
+        elif isinstance(v, list):
+            self._array(v, s, path, depth)
+        elif _is_number(v):
+            low, high = s.get("minimum"), s.get("maximum")
+            if low is not None and v < low:
+                out.append(f"{path}: must be at least {_json(low)}; got {_preview(v)}")
+            if high is not None and v > high:
+                out.append(f"{path}: must be at most {_json(high)}; got {_preview(v)}")
+
+    def _object(self, v: dict, s: dict, path: str, depth: int) -> None:
+        out = self.problems
+        props = s.get("properties", {})
+        for name in s.get("required", ()):
+            if name not in v:
+                out.append(f"{path}: missing required property {_json(name)}")
+        closed = s.get("additionalProperties") is False
+        for key, item in v.items():
+            sub = props.get(key)
+            if sub is not None:
+                self.value(item, sub, _child_path(path, key), depth + 1)
+            elif closed:
+                allowed = ", ".join(_json(p) for p in props)
+                note = f"allowed: {allowed}" if allowed else "no properties are allowed"
+                out.append(f"{path}: unexpected property {_json(key)} ({note})")
+
+    def _array(self, v: list, s: dict, path: str, depth: int) -> None:
+        out = self.problems
+        low, high = s.get("minItems"), s.get("maxItems")
+        if low is not None and len(v) < low:
+            out.append(f"{path}: must have at least {low} item(s); got {len(v)}")
+        if high is not None and len(v) > high:
+            out.append(f"{path}: must have at most {high} item(s); got {len(v)}")
+        items = s.get("items")
+        if items is not None:
+            for index, item in enumerate(v):
+                self.value(item, items, f"{path}[{index}]", depth + 1)
+
+    def _branches(self, v: Any, s: dict, path: str, depth: int) -> None:
+        """``anyOf``: valid when one branch is; else the problems of the one branch of the
+        value's type, or the closest of several."""
+        root, branches = self.root, s["anyOf"]
+        candidates: list[list[str]] = []
+        for branch in branches:
+            trial = _Check(root)
+            trial.value(v, branch, path, depth + 1)
+            if not trial.problems:
+                return
+            if _type_accepts(v, branch, root):
+                candidates.append(trial.problems)
+        if not candidates:
+            expected = " or ".join(_type_names(s, root, []))
+            self.problems.append(f"{path}: expected {expected}, got {_got(v)}")
+        elif len(candidates) == 1:
+            self.problems.extend(candidates[0])
+        else:
+            closest = min(candidates, key=len)
+            self.problems.append(
+                f"{path}: does not match any of the {len(branches)} allowed alternatives"
+                f" (closest: {'; '.join(closest[:2])})"
+            )
 
 
 def _valid(value: Any, schema: dict, root: dict) -> bool:
-    problems: list[str] = []
-    _check(value, schema, root, "$", problems, 0)
-    return not problems
+    check = _Check(root)
+    check.value(value, schema, "$", 0)
+    return not check.problems
 
 
 def _loose(text: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from oamd.agent.envelope import warm_up
+from oamd.agent.envelope import prefill_system_text
 from oamd.agent.history import History
 from oamd.agent.ports import TurnPeer
 from oamd.agent.queue import Operation
@@ -121,7 +121,7 @@ def _warm(req: Request, session: Session) -> None:
         return
 
     async def work() -> None:
-        await warm_up(
+        await prefill_system_text(
             session.model,
             session.effective_instructions,
             session.tools,

@@ -7,8 +7,9 @@ names; unknown options come back as warnings.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from oamd.agent.policy import PolicyOverrides
 from oamd.agent.session import SessionOptions
 from oamd.backends.base import Sampling
 from oamd.bridge.params import Params
@@ -121,22 +122,19 @@ def _label(p: Params, key: str) -> str | None:
     return label.strip()
 
 
-def parse_policy_overrides(p: Params) -> dict[str, Any]:
-    """``toolChoice``, ``maxToolRounds``, ``maxToolCalls``, ``enabledTools`` as policy fields."""
-    out: dict[str, Any] = {}
+def parse_policy_overrides(p: Params) -> PolicyOverrides:
+    """``toolChoice``, ``maxToolRounds``, ``maxToolCalls``, ``enabledTools`` (read in this order:
+    an error names the first bad one)."""
     choice = parse_tool_choice(p.get("toolChoice"), p.path("toolChoice"))
-    if choice is not None:
-        out["choice"] = choice
     rounds = p.opt_int("maxToolRounds", minimum=0)
-    if rounds is not None:
-        out["max_rounds"] = rounds
     calls = p.opt_int("maxToolCalls", minimum=0)
-    if calls is not None:
-        out["max_calls"] = calls
     enabled = p.opt_strings("enabledTools")
-    if enabled is not None:
-        out["enabled"] = frozenset(enabled)
-    return out
+    return PolicyOverrides(
+        choice=choice,
+        max_rounds=rounds,
+        max_calls=calls,
+        enabled=None if enabled is None else frozenset(enabled),
+    )
 
 
 def _given(value: _T | None, default: _T) -> _T:

@@ -1,7 +1,7 @@
 """The decision service: ``decide`` makes one decision, ``decide_many`` several at a time.
 
 A decision with one option answers at once; a small model that scores text (``compact_prompts``
-and ``scores_text``) scores each option (``decision.compact``); any other runs one turn under the
+and ``scores_text``) scores each option (``decision.small``); any other runs one turn under the
 decision schema (``DecisionRequest.spec``). A guardrail block or refusal falls back to the
 request's fallback option when it has one.
 """
@@ -18,8 +18,8 @@ from oamd.agent.run_turn import run_turn
 from oamd.agent.turn_spec import ToolExecutor
 from oamd.backends.base import LanguageModel
 from oamd.errors import ModelError
-from oamd.game.decision.compact import decide_compact
 from oamd.game.decision.request import Choice, DecisionRequest
+from oamd.game.decision.small import decide_by_likelihood
 
 __all__ = ["Decision", "DecisionJob", "decide", "decide_many"]
 
@@ -53,7 +53,7 @@ async def decide(
         await model.settle_capabilities()
         capabilities = model.capabilities
         if capabilities.compact_prompts and capabilities.scores_text:
-            choice, usage, records = await decide_compact(request, model, emit, execute)
+            choice, usage, records = await decide_by_likelihood(request, model, emit, execute)
             return Decision(choice, usage, records)
         turn = await run_turn(request.spec(model), emit, execute)
     except ModelError as exc:

@@ -1,4 +1,5 @@
-"""DecisionEngine: pick one of a fixed set of options — a reason, then the id, then a confidence.
+"""What a decision (``decision/decide``) is asked: pick one of a fixed set of options — a reason,
+then the id, then a confidence.
 
 The answer is generated under a schema whose ``choice`` is an enum of the option ids, so it is
 always one of them; a single option answers at once (confidence 100) without a model call; a
@@ -14,7 +15,7 @@ from oamd.agent.events import TurnResult
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn_spec import TurnSpec, one_off_turn
+from oamd.agent.turn_spec import TurnSettings, TurnSpec
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import ModelError
 from oamd.game.npc.persona import Persona
@@ -127,14 +128,14 @@ class DecisionRequest:
 
     def spec(self, model: LanguageModel) -> TurnSpec:
         choice = self.choice if self.tools else ToolChoice("none")
-        return one_off_turn(
+        return TurnSpec(
             model,
             self.system_text(),
             self.prompt(),
             tools=self.tools,
             policy=ToolPolicy(choice=choice, max_rounds=self.max_tool_rounds),
             schema=decision_schema(self.options),
-            sampling=self.sampling,
+            settings=TurnSettings(sampling=self.sampling),
         )
 
     def only_option(self) -> Choice | None:

@@ -6,7 +6,7 @@ emoji), carries residue of a format (JSON, field names, a speaker
 label, a chat-template token), or copies the player's line or one of the NPC's own lines the model
 can see: mostly the same words in the same order, or a run of ``COPIED_RUN_WORDS`` of them (a
 small model carries whole clauses from line to line). Pure functions of text; the turn
-(``oamd.game.npc.compact_reply``) decides what a refusal costs.
+(``oamd.game.npc.small_reply``) decides what a refusal costs.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from oamd.agent.footprint import Footprint, json_size
 from oamd.agent.history import History
 from oamd.agent.queue import TurnQueue
 from oamd.agent.session import utc_now
+from oamd.agent.small import Priors
 from oamd.agent.store import ObjectStore
 from oamd.agent.tools import ToolDefinition
 from oamd.backends.base import LanguageModel
@@ -59,9 +60,9 @@ class Npc:
     queue: TurnQueue = field(default_factory=TurnQueue)
     created_at: str = field(default_factory=utc_now)
     fallback_count: int = 0
-    choice_priors: dict[Any, tuple[float, ...]] = field(default_factory=dict)
+    choice_priors: Priors = field(default_factory=Priors)
     """A small model's likelihoods of closed answers after a neutral exchange, by system text
-    and question (``oamd.game.npc.compact_reply``); not saved, read again when needed."""
+    and question (``oamd.game.npc.small_reply``); not saved, read again when needed."""
     footprint: Footprint = field(default_factory=Footprint)
     """Everything but the history, measured part by part (``set_memory``, ``NpcUpdate``)."""
 

@@ -1,6 +1,6 @@
 """The typed seams of an NPC's dialogue turn: what the player said (``TalkLine``), what the
 turn is set up with (``TalkSetup``) and the engine's side of it (``TalkPeer``), so that the
-service and both layouts (``reply``, ``compact_reply``) take a few named values, not a dozen
+service and both layouts (``reply``, ``small_reply``) take a few named values, not a dozen
 loose ones."""
 
 from __future__ import annotations

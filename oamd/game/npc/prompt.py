@@ -15,7 +15,6 @@ from oamd.jsonvalue import dumps_text
 
 __all__ = [
     "attitude",
-    "compact_instructions",
     "game_state",
     "memory_note",
     "npc_instructions",
@@ -23,6 +22,7 @@ __all__ = [
     "persona_lines",
     "render_value",
     "sentence",
+    "small_model_instructions",
     "text_list",
 ]
 
@@ -153,7 +153,7 @@ def game_state(npc: Npc) -> str | None:
     return npc.world_state.summary(list(npc.options.world_context_paths)) or None
 
 
-def compact_instructions(npc: Npc) -> str:
+def small_model_instructions(npc: Npc) -> str:
     """The system text of a small model's NPC turns: the persona and memory as a few plain
     sentences in the second person (a small model copies labels and rule lists into its lines)."""
     p, o, memory = npc.persona, npc.options, npc.memory

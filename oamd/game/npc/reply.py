@@ -1,5 +1,5 @@
 """An NPC's reply in one dialogue turn (§6 ``npc/talk``) on a full-size model: tools first, then an
-emotion and a spoken line (a small model's is ``npc.compact_reply``'s; ``npc.turns`` picks).
+emotion and a spoken line (a small model's is ``npc.small_reply``'s; ``npc.talk`` picks).
 
 Reply formats: ``structured`` (a schema of ``emotion``, ``line``, ``player_options``,
 ``ends_conversation``), ``text`` (``[emotion] line``), and ``automatic``: structured and, when
@@ -17,14 +17,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from oamd.agent.events import PartialValue, TextUpdated, ToolRecord, TurnEvent, TurnUsage
+from oamd.agent.events import (
+    PartialValue,
+    TextUpdated,
+    ToolRecord,
+    TurnEvent,
+    TurnFailed,
+    TurnUsage,
+)
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.run_turn import run_turn
 from oamd.agent.schema import CompiledSchema, compile_schema
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn_spec import one_off_turn
+from oamd.agent.turn_spec import TurnSettings, TurnSpec
 from oamd.backends.base import Sampling
-from oamd.errors import InvalidRequest, ModelError
+from oamd.errors import InvalidRequest
 from oamd.game.npc.npc import Npc
 from oamd.game.npc.persona import match_emotion
 from oamd.game.npc.ports import TalkLine, TalkPeer, TalkSetup
@@ -279,45 +286,47 @@ def talk_policy(npc: Npc, tools: list[ToolDefinition], choice: ToolChoice | None
 async def run_talk(
     npc: Npc, said: TalkLine, prompt: str, setup: TalkSetup, peer: TalkPeer
 ) -> TalkOutcome:
-    """Runs the turn on a full-size model; raises ``ModelError`` when it fails and no fallback
+    """Runs the turn on a full-size model; raises ``TurnFailed`` when it fails and no fallback
     applies."""
     choice, instructions, tools = said.choice, setup.instructions, setup.tools
     emit, execute, tracker, pace = peer.emit, peer.execute, peer.tracker, peer.pace
     o = npc.options
-    sampling = Sampling(temperature=o.temperature, max_tokens=o.maximum_response_tokens)
+    settings = TurnSettings(
+        sampling=Sampling(temperature=o.temperature, max_tokens=o.maximum_response_tokens)
+    )
     structured = o.reply_format in ("automatic", "structured")
-    spec = one_off_turn(
+    spec = TurnSpec(
         npc.model,
         instructions,
         prompt,
         tools=tools,
         policy=talk_policy(npc, tools, choice),
-        schema=reply_schema(npc) if structured else None,
-        sampling=sampling,
         history=npc.history,
+        schema=reply_schema(npc) if structured else None,
+        settings=settings,
     )
     try:
         result = await run_turn(spec, emit, execute, pace=pace)
-    except ModelError as exc:
+    except TurnFailed as exc:
         if exc.name not in BLOCKED:
             raise
-        records = list(exc.turn_records)
+        records = list(exc.records)
         if o.reply_format != "automatic":
             return _fallback(npc, records, tracker, exc)
-        retry = one_off_turn(
+        retry = TurnSpec(
             npc.model,
             instructions,
             _retry_prompt(prompt, records),
-            sampling=sampling,
             history=npc.history,
+            settings=settings,
             carried_records=records,
         )
         try:
             result = await run_turn(retry, emit, execute, pace=pace)
-        except ModelError as again:
+        except TurnFailed as again:
             if again.name not in BLOCKED:
                 raise
-            return _fallback(npc, list(again.turn_records) or records, tracker, again)
+            return _fallback(npc, list(again.records) or records, tracker, again)
         structured = False
     if structured:
         emotion, line, player_options, ends = parse_structured_reply(result.structured, npc)
@@ -333,7 +342,7 @@ async def run_talk(
 
 
 def _fallback(
-    npc: Npc, records: list[ToolRecord], tracker: LineTracker, exc: ModelError
+    npc: Npc, records: list[ToolRecord], tracker: LineTracker, exc: TurnFailed
 ) -> TalkOutcome:
     if not npc.options.fallback_on_guardrail:
         raise exc

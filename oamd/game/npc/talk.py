@@ -15,14 +15,20 @@ from typing import Any
 from oamd.agent.history import entries_size
 from oamd.agent.ports import RoomCheck
 from oamd.agent.queue import Operation
-from oamd.game.npc.compact_reply import compact_prompt, run_compact_talk
 from oamd.game.npc.npc import Npc
 from oamd.game.npc.persona import Memory
 from oamd.game.npc.ports import TalkLine, TalkPeer
 from oamd.game.npc.prompt import game_state
 from oamd.game.npc.reply import TalkOutcome, run_talk, talk_prompt
+from oamd.game.npc.small_reply import run_small_model_talk, small_model_prompt
 from oamd.game.npc.tools import MemoryDraft
-from oamd.game.npc.turns import compact, compact_turns, compaction_due, turn_setup, warm_next
+from oamd.game.npc.turns import (
+    compact,
+    compaction_due,
+    prefill_next_turn,
+    small_model_turns,
+    turn_setup,
+)
 
 __all__ = ["FollowUp", "TalkLine", "TalkPeer", "Talked", "talk"]
 
@@ -38,9 +44,9 @@ async def talk_turn(npc: Npc, said: TalkLine, peer: TalkPeer) -> tuple[TalkOutco
     """
     await npc.model.settle_capabilities()
     setup = turn_setup(npc)
-    if compact_turns(npc):
-        prompt = compact_prompt(said.line, said.context, game_state(npc))
-        return await run_compact_talk(npc, said, prompt, setup, peer), setup.draft
+    if small_model_turns(npc):
+        prompt = small_model_prompt(said.line, said.context, game_state(npc))
+        return await run_small_model_talk(npc, said, prompt, setup, peer), setup.draft
     prompt = talk_prompt(said.line, said.context, game_state(npc))
     return await run_talk(npc, said, prompt, setup, peer), setup.draft
 
@@ -102,5 +108,5 @@ async def talk(
         return Talked(outcome, npc.queue.schedule(partial(compact, npc), follow_up=True))
     if npc.model.capabilities.prefix_cache:
         # while the player reads the line, the model evaluates the next turn's beginning
-        return Talked(outcome, partial(warm_next, npc))
+        return Talked(outcome, partial(prefill_next_turn, npc))
     return Talked(outcome, None)

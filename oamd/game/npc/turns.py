@@ -1,5 +1,5 @@
-"""Running an NPC's other turns and their parts: the setup a dialogue turn shares, a bark, a
-warm-up and compaction.
+"""Running an NPC's other turns and their parts: the setup a dialogue turn shares, a bark, the
+prefills that have a turn's beginning cached before it starts, and compaction.
 
 Each function works on one ``Npc`` and leaves the order to its queue: what changes the NPC
 after the commit (the tail of ``compact``) runs only once the operation has committed. The
@@ -11,29 +11,30 @@ from __future__ import annotations
 from typing import Any
 
 from oamd.agent.compaction import (
-    COMPACT_SUMMARY_SENTENCES,
-    COMPACT_SUMMARY_TOKENS,
+    SMALL_MODEL_SUMMARY_SENTENCES,
+    SMALL_MODEL_SUMMARY_TOKENS,
     CompactionPlan,
     render_lines,
 )
-from oamd.agent.envelope import chat_messages, chat_window, warm_up
+from oamd.agent.envelope import prefill_system_text
 from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
 from oamd.agent.run_turn import run_turn
-from oamd.agent.turn_spec import NoToolExecutor, TurnSpec, one_off_turn
+from oamd.agent.small import chat_prefix, chat_window
+from oamd.agent.turn_spec import NoToolExecutor, TurnSettings, TurnSpec
 from oamd.backends.base import Sampling
 from oamd.errors import ModelError
-from oamd.game.npc.compact_reply import prime_choices
 from oamd.game.npc.npc import Npc
 from oamd.game.npc.ports import TalkSetup
 from oamd.game.npc.prompt import (
-    compact_instructions,
     game_state,
     npc_instructions,
     persona_instructions,
     render_value,
+    small_model_instructions,
 )
 from oamd.game.npc.reply import spoken_line
+from oamd.game.npc.small_reply import prefill_choices
 from oamd.game.npc.tools import new_draft, npc_tools, npc_world_tools
 
 __all__ = [
@@ -41,14 +42,14 @@ __all__ = [
     "compact",
     "compaction_due",
     "compaction_instructions",
+    "prefill_first_turn",
+    "prefill_next_turn",
     "run_bark",
-    "warm",
-    "warm_next",
 ]
 
 
-def compact_turns(npc: Npc) -> bool:
-    """Whether the NPC's model takes the compact layout (a small text-only model)."""
+def small_model_turns(npc: Npc) -> bool:
+    """Whether the NPC's model takes the small-model layout (a small text-only model)."""
     capabilities = npc.model.capabilities
     return (
         capabilities.compact_prompts
@@ -61,34 +62,35 @@ def turn_setup(npc: Npc) -> TalkSetup:
     """A talk turn's memory draft, tools and system instructions, as the NPC stands now."""
     draft = new_draft(npc)
     tools = npc_tools(npc, draft, npc_world_tools(npc))
-    if compact_turns(npc):
-        return TalkSetup(draft, tools, compact_instructions(npc))
+    if small_model_turns(npc):
+        return TalkSetup(draft, tools, small_model_instructions(npc))
     return TalkSetup(draft, tools, npc_instructions(npc, [t.name for t in tools]))
 
 
-async def warm(npc: Npc) -> None:
+async def prefill_first_turn(npc: Npc) -> None:
     """The model evaluates the NPC's system text ahead of its first line (background work, a
-    text-only model with a prefix cache), so that line finds it cached."""
+    text-only model with a prefix cache), so that line finds it cached; a small model scores its
+    closed choices' priors too (``prefill_choices``)."""
     try:
         await npc.model.settle_capabilities()  # the layout, hence the system text, depends on it
     except ModelError:
         return  # the first turn reports it
     setup = turn_setup(npc)
     tools, instructions = setup.tools, setup.instructions
-    await warm_up(npc.model, instructions, tools)
-    if compact_turns(npc):
-        await prime_choices(npc, instructions)
+    await prefill_system_text(npc.model, instructions, tools)
+    if small_model_turns(npc):
+        await prefill_choices(npc, instructions)
 
 
-async def warm_next(npc: Npc) -> None:
+async def prefill_next_turn(npc: Npc) -> None:
     """The model evaluates the beginning of the NPC's next turn (its system text and the history
     it will send, the turn just kept included) while the player reads the line: background work
     that the next turn then finds cached. A small model's only (the full layout's prefix is its
-    system text, which ``warm`` keeps); best effort, as any prefill."""
-    if not compact_turns(npc):
+    system text, which ``prefill_first_turn`` has cached); best effort, as any prefill."""
+    if not small_model_turns(npc):
         return
     window = chat_window(npc.history)
-    messages = chat_messages(compact_instructions(npc), window, "", ())[:-1]
+    messages = chat_prefix(small_model_instructions(npc), window)
     await npc.model.prefill(messages)
 
 
@@ -120,8 +122,8 @@ async def compact(npc: Npc, op: Operation) -> None:
         op.commit()
         return
     cut = starts[len(starts) - o.keep_recent_turns] if o.keep_recent_turns else len(entries)
-    if compact_turns(npc):
-        spec = compact_summary_spec(npc)
+    if small_model_turns(npc):
+        spec = small_model_summary_spec(npc)
     else:
         previous = npc.memory.summary
         prompt = f"Summary so far:\n{previous}\n\n" if previous else ""
@@ -139,7 +141,7 @@ async def compact(npc: Npc, op: Operation) -> None:
     npc.history = npc.history.after(cut)
     if summary:
         npc.set_summary(summary)
-    await warm_next(npc)  # the summary changed the system text: evaluate the new beginning
+    await prefill_next_turn(npc)  # the summary changed the system text: the new beginning
 
 
 SUMMARY_QUESTION = (
@@ -150,20 +152,22 @@ SUMMARY_QUESTION = (
 a summary costs the question and the answer, not the conversation again."""
 
 
-def compact_summary_spec(npc: Npc) -> TurnSpec:
+def small_model_summary_spec(npc: Npc) -> TurnSpec:
     """A small model's summary turn: the NPC's chat so far (the earlier summary is in its system
     text), then the question; a few sentences at most."""
-    return one_off_turn(
+    return TurnSpec(
         npc.model,
-        compact_instructions(npc),
+        small_model_instructions(npc),
         SUMMARY_QUESTION.format(name=npc.persona.name),
         history=npc.history,
-        max_attempts=1,
-        sampling=Sampling(
-            temperature=0.3, max_tokens=COMPACT_SUMMARY_TOKENS, repetition_penalty=1.2
+        settings=TurnSettings(
+            sampling=Sampling(
+                temperature=0.3, max_tokens=SMALL_MODEL_SUMMARY_TOKENS, repetition_penalty=1.2
+            ),
+            max_attempts=1,
+            stop=("\n",),
+            max_sentences=SMALL_MODEL_SUMMARY_SENTENCES,
         ),
-        stop=("\n",),
-        max_sentences=COMPACT_SUMMARY_SENTENCES,
     )
 
 
@@ -186,7 +190,7 @@ def bark_spec(npc: Npc, situation: Any) -> TurnSpec:
     prompt += f"Situation: {text or 'An ordinary moment.'}\nPlayer: (The player says nothing.)"
     o = npc.options
     sampling = Sampling(temperature=o.temperature, max_tokens=o.bark_maximum_tokens)
-    return one_off_turn(npc.model, instructions, prompt, sampling=sampling)
+    return TurnSpec(npc.model, instructions, prompt, settings=TurnSettings(sampling=sampling))
 
 
 async def run_bark(npc: Npc, spec: TurnSpec) -> str:

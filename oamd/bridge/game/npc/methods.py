@@ -34,7 +34,7 @@ from oamd.game.npc.persona import Memory, NpcOptions
 from oamd.game.npc.reply import LineTracker
 from oamd.game.npc.talk import TalkLine, TalkPeer
 from oamd.game.npc.talk import talk as talk_npc
-from oamd.game.npc.turns import bark_spec, run_bark, warm
+from oamd.game.npc.turns import bark_spec, prefill_first_turn, run_bark
 from oamd.rpc import Deferred, Registry, Request, Result
 
 __all__ = ["register"]
@@ -100,7 +100,7 @@ def _insert(req: Request, npc: Npc, warnings: list[str]) -> Result:
         game(req).worlds.attach_npc(npc.world)
     names = tool_names(npc.options, [t.name for t in npc.tools], npc.world is not None)
     if npc.model.capabilities.prefix_cache:
-        req.follow_up(partial(warm, npc))
+        req.follow_up(partial(prefill_first_turn, npc))
     return Result(encode.encode_created(npc, names, warnings))
 
 

@@ -5,33 +5,31 @@ Asked for ``{"reasoning", "choice", "confidence"}`` as JSON, SmolLM2-135M copies
 into ``reasoning`` and its choices are no better than the likelihood of each option's id after the
 question (measured: 6 of 10 against 6 of 10 on the bench's guard, at a fraction of the decoding).
 So the option is the most likely id — never one that is not offered — and ``confidence`` is its
-share of the options' probability; the reasoning follows, explaining that choice. Tools, when the
-decision has them, run first through the compact tool loop, whose reply is then the reasoning.
+share of the options' probability (``agent.small.likeliest``); the reasoning follows, explaining
+that choice. Tools, when the decision has them, run first through the small-model tool loop,
+whose reply is then the reasoning.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
-from oamd.agent.envelope import SentenceWatch, chat_messages, chat_window, turn_facts
-from oamd.agent.events import ToolRecord, TurnEvent, TurnUsage
+from oamd.agent.envelope import SentenceWatch
+from oamd.agent.events import ToolRecord, TurnEvent, TurnResult, TurnUsage
 from oamd.agent.policy import ToolPolicy
 from oamd.agent.run_turn import run_turn
-from oamd.agent.step import StepReading, read_step, score_step
+from oamd.agent.small import chat_messages, chat_window, likeliest, turn_facts
+from oamd.agent.step import StepReading, read_step
 from oamd.agent.tools import ToolChoice
-from oamd.agent.turn_spec import ToolExecutor, one_off_turn
-from oamd.backends.base import (
-    ChatMessage,
-    GenerationRequest,
-    Sampling,
-    ScoredText,
-)
+from oamd.agent.trace import TurnScope
+from oamd.agent.turn_spec import ToolExecutor, TurnSettings, TurnSpec
+from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
 from oamd.game.decision.request import Choice, DecisionRequest
 from oamd.game.npc.prompt import render_value, sentence, text_list
+from oamd.jsonvalue import dumps_text
 
-__all__ = ["decide_compact"]
+__all__ = ["decide_by_likelihood"]
 
 REASON_MAX_TOKENS = 24
 """Output cap of the reasoning: one short sentence."""
@@ -75,47 +73,66 @@ def _question(request: DecisionRequest) -> str:
     return "\n".join(lines)
 
 
-async def decide_compact(
+async def decide_by_likelihood(
     request: DecisionRequest,
     model: Any,
     emit: Callable[[TurnEvent], None],
     execute: ToolExecutor,
 ) -> tuple[Choice, TurnUsage, list[ToolRecord]]:
-    """The choice, the usage of every step, the tool records.
+    """The choice, the usage of every step, the tool records; its steps are one traced turn.
 
     Raises:
         ModelError: a model step failed.
     """
-    system, question = _system(request), _question(request)
-    usage, records, reasoning = TurnUsage(), [], ""
-    messages = [ChatMessage("system", system), ChatMessage("user", question)]
     choice = request.choice if request.tools else ToolChoice("none")
-    if request.tools and choice.mode != "none":
-        spec = one_off_turn(
-            model,
-            system,
-            question,
-            tools=request.tools,
-            policy=ToolPolicy(choice=choice, max_rounds=request.max_tool_rounds),
+    spec = TurnSpec(
+        model,
+        _system(request),
+        _question(request),
+        tools=request.tools,
+        policy=ToolPolicy(choice=choice, max_rounds=request.max_tool_rounds),
+        settings=TurnSettings(
             sampling=_reason_sampling(request),
-            labels=("game", request.actor.name if request.actor is not None else "character"),
+            user_label="game",
+            assistant_label=request.actor.name if request.actor is not None else "character",
             stop=("\n",),
             max_sentences=1,
+        ),
+    )
+    with TurnScope(spec) as turn:
+        chosen, usage, records = await _decide(request, spec, emit, execute)
+        answer = {
+            "reasoning": chosen.reasoning,
+            "choice": chosen.option_id,
+            "confidence": chosen.confidence,
+        }  # as a full-size model's structured answer reads
+        turn.result = TurnResult(
+            dumps_text(answer), answer, has_structured=True, records=records, usage=usage
         )
+    return chosen, usage, records
+
+
+async def _decide(
+    request: DecisionRequest,
+    spec: TurnSpec,
+    emit: Callable[[TurnEvent], None],
+    execute: ToolExecutor,
+) -> tuple[Choice, TurnUsage, list[ToolRecord]]:
+    """The tools first, when the decision has them (``spec``'s turn, whose reply is the
+    reasoning), then the likeliest option, then its reason unless the tools' turn gave one."""
+    model, system, question = spec.model, spec.instructions or "", spec.prompt
+    usage, records, reasoning = TurnUsage(), [], ""
+    messages = [ChatMessage("system", system), ChatMessage("user", question)]
+    if request.tools and spec.policy.choice.mode != "none":
         turn = await run_turn(spec, emit, execute)
         usage, records, reasoning = turn.usage, list(turn.records), turn.text.strip()
         window = chat_window(spec.history)
         messages = chat_messages(system, window, question, turn_facts(turn.entries))
     ids = [option.id for option in request.options]
-    candidates = [ScoredText([*messages, ChatMessage("assistant", i)], i) for i in ids]
-    scores = await score_step(model, candidates, usage)
-    best = max(range(len(ids)), key=scores.logprobs.__getitem__)
-    top = max(scores.logprobs)
-    weights = [math.exp(lp - top) for lp in scores.logprobs]
-    confidence = round(100 * weights[best] / sum(weights))
+    chosen = await likeliest(model, messages, ids, usage)
     if not reasoning:
-        reasoning = await _reason(model, request, messages, ids[best], usage)
-    return Choice(ids[best], reasoning, confidence), usage, records
+        reasoning = await _reason(model, request, messages, ids[chosen.index], usage)
+    return Choice(ids[chosen.index], reasoning, chosen.confidence), usage, records
 
 
 def _reason_sampling(request: DecisionRequest) -> Sampling:

@@ -3,11 +3,11 @@ words as free text, only what must be closed chosen from a closed set.
 
 A model of a few hundred million parameters writes a passable in-character sentence as plain chat
 and garbles the same sentence inside a JSON object (``"line": "🍌🍌🍌"``, ``emotion:``). So the
-turn is: the tool loop in the compact layout (which tool, if any, read off the model's likelihoods;
-``oamd.agent.envelope``), then the line as free text, ending at a newline or once the persona's
-``max_sentences`` are complete; then, where the backend scores texts, the emotion and whether the
-line ends the conversation chosen by likelihood — each answer's lift over its likelihood after a
-neutral exchange, since a small model says ``yes`` and ``happy`` to nearly anything — and the
+turn is: the tool loop in the small-model layout (which tool, if any, read off the model's
+likelihoods; ``oamd.agent.small``), then the line as free text, ending at a newline or once the
+persona's ``max_sentences`` are complete; then, where the backend scores texts, the emotion and
+whether the line ends the conversation chosen by likelihood (``agent.small.lift``: each answer's
+lift over its likelihood after a neutral exchange) — the questions are this module's — and the
 player's options written as one numbered list. A line the guard (``oamd.game.npc.line_guard``)
 refuses is written once more with hotter sampling and a harder repetition penalty, then replaced
 by a fallback line as the reference's fallback rule says (the exchange is not kept). Scripted
@@ -17,23 +17,19 @@ models never come here: the reference's tests script exact lines.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from oamd.agent.entries import RESPONSE, kind_of, with_text
-from oamd.agent.envelope import chat_messages, chat_window, regenerate_reply, turn_facts
+from oamd.agent.envelope import regenerate_reply
 from oamd.agent.events import TurnResult, TurnUsage
 from oamd.agent.history import History
 from oamd.agent.run_turn import run_turn
-from oamd.agent.step import StepReading, read_step, score_step
-from oamd.agent.turn_spec import TurnSpec, one_off_turn
-from oamd.backends.base import (
-    ChatMessage,
-    GenerationRequest,
-    Sampling,
-    ScoredText,
-)
+from oamd.agent.small import NEUTRAL_EXCHANGE, Question, lift, reply_messages
+from oamd.agent.step import StepReading, read_step, stop_at
+from oamd.agent.trace import TurnScope
+from oamd.agent.turn_spec import TurnSettings, TurnSpec
+from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
 from oamd.errors import ModelError
 from oamd.game.npc.line_guard import (
     RESIDUE,
@@ -47,7 +43,7 @@ from oamd.game.npc.ports import TalkLine, TalkPeer, TalkSetup
 from oamd.game.npc.prompt import render_value
 from oamd.game.npc.reply import LineTracker, TalkOutcome, spoken_line, talk_policy
 
-__all__ = ["compact_prompt", "prime_choices", "run_compact_talk"]
+__all__ = ["prefill_choices", "run_small_model_talk", "small_model_prompt"]
 
 LINE_TEMPERATURE = 0.7
 """Sampling of a line when the NPC sets none: greedy decoding makes a small model repeat the
@@ -65,16 +61,10 @@ RETRY_REPETITION_PENALTY = 1.4
 OPTION_MAX_TOKENS = 10
 """Output cap per player option (the options are written in one step, as a numbered list)."""
 
-NEUTRAL_EXCHANGE = (ChatMessage("user", "Hello."), ChatMessage("assistant", "Hello."))
-"""What the priors of closed choices are read after (a content-free exchange)."""
-
-MAX_CHOICE_PRIORS = 16
-"""Priors an NPC keeps (one per system text and question); past it they are read again."""
-
 _NUMBERED = re.compile(r"(?:^|\s)\d{1,2}[.):]\s*")
 
 
-def compact_prompt(line: str, context: Any, game_state: str | None) -> str:
+def small_model_prompt(line: str, context: Any, game_state: str | None) -> str:
     """The user message of a turn: the player's words, then the situation in parentheses."""
     spoken = line.strip() or "(The player says nothing.)"
     parts = [spoken]
@@ -86,7 +76,7 @@ def compact_prompt(line: str, context: Any, game_state: str | None) -> str:
     return "\n".join(parts)
 
 
-async def run_compact_talk(
+async def run_small_model_talk(
     npc: Npc, said: TalkLine, prompt: str, setup: TalkSetup, peer: TalkPeer
 ) -> TalkOutcome:
     """Runs the turn on a small model; raises ``ModelError`` when it fails and no fallback
@@ -97,7 +87,6 @@ async def run_compact_talk(
         setup.instructions,
         setup.tools,
     )
-    emit, execute, tracker, pace = peer.emit, peer.execute, peer.tracker, peer.pace
     o, name = npc.options, npc.persona.name
     sampling = Sampling(
         temperature=LINE_TEMPERATURE if o.temperature is None else o.temperature,
@@ -105,23 +94,37 @@ async def run_compact_talk(
         max_tokens=o.maximum_response_tokens or LINE_MAX_TOKENS,
         repetition_penalty=LINE_REPETITION_PENALTY,
     )
-    spec = one_off_turn(
+    spec = TurnSpec(
         npc.model,
         instructions,
         prompt,
         tools=tools,
         policy=talk_policy(npc, tools, choice),
-        sampling=sampling,
         history=npc.history,
-        labels=("player", name),
-        stop=("\n",),
-        max_sentences=max(1, npc.persona.max_sentences),
+        settings=TurnSettings(
+            sampling=sampling,
+            user_label="player",
+            assistant_label=name,
+            stop=("\n",),
+            max_sentences=max(1, npc.persona.max_sentences),
+        ),
     )
-    result = await run_turn(spec, emit, execute, pace=pace)
+    with TurnScope(spec) as turn:  # the line, a retry of it and the choices after it: one turn
+        outcome, turn.result = await _written(npc, player_line, spec, peer)
+    return outcome
+
+
+async def _written(
+    npc: Npc, player_line: str, spec: TurnSpec, peer: TalkPeer
+) -> tuple[TalkOutcome, TurnResult]:
+    """The turn's outcome, and the result of its last reply step (what its trace ends with)."""
+    emit, tracker, pace = peer.emit, peer.tracker, peer.pace
+    o, name, sampling = npc.options, npc.persona.name, spec.settings.sampling
+    result = await run_turn(spec, emit, peer.execute, pace=pace)
     line = clean_line(result.text, name)
     # what the line may not copy: the NPC's own lines it can see, and its persona text
-    earlier = [m.content for m in _conversation(spec, result) if m.role == "assistant"]
-    earlier.append(instructions)
+    earlier = [m.content for m in reply_messages(spec, result) if m.role == "assistant"]
+    earlier.append(spec.instructions or "")
     if line_problems(line, player_line, earlier):
         hotter = Sampling(
             temperature=max(RETRY_TEMPERATURE, sampling.temperature or 0.0),
@@ -135,21 +138,21 @@ async def run_compact_talk(
         result = await regenerate_reply(spec, result, hotter, emit, pace=pace)
         line = clean_line(result.text, name)
         if line_problems(line, player_line, earlier):
-            return _fallback(npc, result, tracker)
+            return _fallback(npc, result, tracker), result
     # the closed choices and the options read on from the reply step's own conversation (the
     # KV cache holds it; after a retry, the one without the history)
     usage = result.usage
     entries = [
         with_text(entry, line) if kind_of(entry) == RESPONSE else entry for entry in result.entries
     ]
-    said = [*_conversation(spec, result), ChatMessage("assistant", line)]
+    said = [*reply_messages(spec, result), ChatMessage("assistant", line)]
     emotion = await _emotion(npc, said, usage)
     ends = o.can_end_conversation and await _ends_conversation(npc, said, usage)
     options = await _player_options(npc, said, line, usage) if o.player_option_count else []
     outcome = TalkOutcome(line, emotion, options, ends, list(result.records), usage)
     outcome.entries = entries
     tracker.finish(line, emotion)
-    return outcome
+    return outcome, result
 
 
 def _fallback(npc: Npc, result: TurnResult, tracker: LineTracker) -> TalkOutcome:
@@ -167,20 +170,7 @@ def _fallback(npc: Npc, result: TurnResult, tracker: LineTracker) -> TalkOutcome
     return outcome
 
 
-def _conversation(spec: TurnSpec, result: TurnResult) -> list[ChatMessage]:
-    """The messages the turn's reply step sent (what the KV cache holds), rebuilt."""
-    facts = turn_facts(result.entries)
-    window = chat_window(spec.history, trim=spec.settings.trim_history)
-    return chat_messages((spec.instructions or "").strip(), window, spec.prompt, facts)
-
-
-def _ask(said: list[ChatMessage], question: str, answer: str) -> ScoredText:
-    return ScoredText(
-        [*said, ChatMessage("user", question), ChatMessage("assistant", answer)], answer
-    )
-
-
-async def prime_choices(npc: Npc, instructions: str) -> None:
+async def prefill_choices(npc: Npc, instructions: str) -> None:
     """Scores the priors of the NPC's closed choices ahead of its first line (background work
     after ``npc/create``), so the first turn does not pay for them."""
     if not npc.model.capabilities.scores_text:
@@ -188,64 +178,33 @@ async def prime_choices(npc: Npc, instructions: str) -> None:
     said = [ChatMessage("system", instructions), *NEUTRAL_EXCHANGE]
     usage = TurnUsage()
     if len(npc.options.emotions) > 1:
-        await _prior(npc, said, _emotion_question(npc), list(npc.options.emotions), usage)
+        await npc.choice_priors.of(npc.model, said, _emotion_question(npc), usage)
     if npc.options.can_end_conversation:
-        await _prior(npc, said, _goodbye_question(npc), ["no", "yes"], usage)
+        await npc.choice_priors.of(npc.model, said, _goodbye_question(npc), usage)
 
 
-def _emotion_question(npc: Npc) -> str:
-    return f"How does {npc.persona.name} feel now? Answer with one word."
+def _emotion_question(npc: Npc) -> Question:
+    question = f"How does {npc.persona.name} feel now? Answer with one word."
+    return Question(question, tuple(npc.options.emotions))
 
 
-def _goodbye_question(npc: Npc) -> str:
-    return f"Did {npc.persona.name} just say goodbye? Answer yes or no."
-
-
-async def _prior(
-    npc: Npc, said: list[ChatMessage], question: str, answers: list[str], usage: TurnUsage
-) -> tuple[float, ...]:
-    """The likelihoods of ``answers`` after a neutral exchange under the same system text,
-    scored once and kept on the NPC."""
-    system = said[0].content if said and said[0].role == "system" else ""
-    key = (system, question, tuple(answers))
-    prior = npc.choice_priors.get(key)
-    if prior is None:
-        neutral = [*said[:1], *NEUTRAL_EXCHANGE]
-        baseline = await score_step(npc.model, [_ask(neutral, question, a) for a in answers], usage)
-        prior = baseline.logprobs
-        if len(npc.choice_priors) >= MAX_CHOICE_PRIORS:
-            npc.choice_priors.clear()
-        npc.choice_priors[key] = prior
-    return prior
-
-
-async def _choose(
-    npc: Npc, said: list[ChatMessage], question: str, answers: list[str], usage: TurnUsage
-) -> list[float] | None:
-    """How much likelier each of ``answers`` to ``question`` is after the line than after a
-    neutral exchange (that prior is scored once per system text and kept on the NPC), or
-    ``None`` when the backend cannot score."""
-    model = npc.model
-    if not model.capabilities.scores_text:
-        return None
-    scores = await score_step(model, [_ask(said, question, answer) for answer in answers], usage)
-    prior = await _prior(npc, said, question, answers, usage)
-    return [score - base for score, base in zip(scores.logprobs, prior, strict=True)]
+def _goodbye_question(npc: Npc) -> Question:
+    return Question(f"Did {npc.persona.name} just say goodbye? Answer yes or no.", ("no", "yes"))
 
 
 async def _emotion(npc: Npc, said: list[ChatMessage], usage: TurnUsage) -> str:
     emotions = list(npc.options.emotions)
     if len(emotions) == 1:
         return emotions[0]
-    lift = await _choose(npc, said, _emotion_question(npc), emotions, usage)
-    if lift is None:
+    lifts = await lift(npc.model, said, _emotion_question(npc), npc.choice_priors, usage)
+    if lifts is None:
         return npc.persona.default_emotion
-    return emotions[max(range(len(emotions)), key=lift.__getitem__)]
+    return emotions[max(range(len(emotions)), key=lifts.__getitem__)]
 
 
 async def _ends_conversation(npc: Npc, said: list[ChatMessage], usage: TurnUsage) -> bool:
-    lift = await _choose(npc, said, _goodbye_question(npc), ["no", "yes"], usage)
-    return lift is not None and lift[1] > lift[0]
+    lifts = await lift(npc.model, said, _goodbye_question(npc), npc.choice_priors, usage)
+    return lifts is not None and lifts[1] > lifts[0]
 
 
 async def _player_options(
@@ -266,7 +225,8 @@ async def _player_options(
         reply_prefix="1.",
         kind="playerOptions",
     )
-    text = "1." + await _generate(npc, request, usage, stop_at=f"{count + 1}.")
+    reading = StepReading(stop_when=stop_at(f"{count + 1}."), estimate_usage=False)
+    text = "1." + await read_step(npc.model, request, usage, reading)
     options: list[str] = []
     seen = {line.lower()}
     for raw in _NUMBERED.split(text):
@@ -275,23 +235,3 @@ async def _player_options(
             seen.add(option.lower())
             options.append(option)
     return options[:count]
-
-
-async def _generate(npc: Npc, request: GenerationRequest, usage: TurnUsage, *, stop_at: str) -> str:
-    """A short free-text step, read until ``stop_at`` appears (the text before it)."""
-    reading = StepReading(stop_when=_marker(stop_at), estimate_usage=False)
-    return await read_step(npc.model, request, usage, reading)
-
-
-def _marker(stop_at: str) -> Callable[[str], int | None]:
-    """A ``stop_when`` that cuts the text where ``stop_at`` first appears."""
-    text = ""
-
-    def seen(delta: str) -> int | None:
-        nonlocal text
-        start = max(0, len(text) - len(stop_at) + 1)  # only where the delta may complete it
-        text += delta
-        found = text.find(stop_at, start)
-        return None if found < 0 else found
-
-    return seen

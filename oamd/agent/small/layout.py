@@ -1,4 +1,4 @@
-"""The compact layout of a text-only turn, for small models (``capabilities.compact_prompts``).
+"""The small-model layout of a text-only turn (``capabilities.compact_prompts``).
 
 A model of a few hundred million parameters follows a short prose system text and a plain chat; a
 labelled transcript, a tool catalog and a JSON envelope it copies or garbles (measured on
@@ -10,12 +10,6 @@ by the same function when it is sent and when it is history, so the next turn's 
 byte for byte, what the last reply step sent and the KV cache holds. The history window holds at
 most ``HISTORY_TOKENS`` and, once over, drops to ``HISTORY_LOW_WATER_SHARE`` of it: consecutive
 turns share their first tokens, and a small model sees little of its own past wording to copy.
-
-Which tool a message calls for (or none) is chosen, where the backend scores texts, the *noisy
-channel* way: the candidates are the same user message preceded by one reading of what the user
-wants (a tool's description, or just talk), and the one under which the model finds the message
-itself most likely wins. A small model predicts text far better than it judges: on the eval's 23
-tool-choice lines, SmolLM2-135M picked right 18 times this way, 5 times scoring the tool's name.
 """
 
 from __future__ import annotations
@@ -33,34 +27,32 @@ from oamd.agent.entries import (
     output_of,
     text_of,
 )
-from oamd.agent.envelope._prompt import MAX_TOOL_OUTPUT_CHARS, Labels
+from oamd.agent.events import TurnResult
 from oamd.agent.history import History, Window
-from oamd.agent.tools import ToolDefinition, ToolOutput
-from oamd.backends.base import ChatMessage, ScoredText, estimate_tokens
-from oamd.jsonvalue import dumps
+from oamd.agent.tools import MAX_TOOL_OUTPUT_CHARS, ToolOutput
+from oamd.agent.turn_spec import TurnSpec
+from oamd.backends.base import ChatMessage, estimate_tokens
+from oamd.jsonvalue import dumps_text
 
 __all__ = [
     "HISTORY_LOW_WATER_SHARE",
     "HISTORY_TOKENS",
-    "JUST_TALK",
-    "channel_candidates",
     "chat_messages",
+    "chat_prefix",
     "chat_window",
     "fact_line",
+    "reply_messages",
     "turn_facts",
     "user_text",
 ]
 
 HISTORY_TOKENS = 320
-"""Most tokens of history a compact step shows: a few exchanges. More costs prefill time and
+"""Most tokens of history a small-model step shows: a few exchanges. More costs prefill time and
 gives a small model more of its own wording to repeat."""
 
 HISTORY_LOW_WATER_SHARE = 0.4
 """Once over ``HISTORY_TOKENS``, whole oldest turns go until the history is at most this share of
 it, so the window then stays put for a few turns (and the cache keeps hitting)."""
-
-JUST_TALK = "Just chat"
-"""The reading of a message that calls for no tool."""
 
 
 def _plain(value: Any) -> str:
@@ -71,7 +63,7 @@ def _plain(value: Any) -> str:
         return ", ".join(_plain(item) for item in value)
     if isinstance(value, str):
         return value.strip()
-    return dumps(value).decode()
+    return dumps_text(value)
 
 
 def fact_line(name: str, arguments: dict[str, Any], output: ToolOutput) -> str:
@@ -119,7 +111,7 @@ def _turn_messages(entries: Sequence[dict[str, Any]]) -> tuple[list[ChatMessage]
 
 
 def chat_window(history: History, *, trim: bool = True) -> Window:
-    """The history turns a compact step shows, as chat messages, trimmed with hysteresis (unless
+    """The history turns a small-model step shows, as chat messages, trimmed with hysteresis (unless
     the session turned trimming off)."""
     window = history.window("chat", _turn_messages)
     if trim:
@@ -130,7 +122,7 @@ def chat_window(history: History, *, trim: bool = True) -> Window:
 def chat_messages(
     system: str, window: Window, prompt: str, facts: Sequence[str], task: str = ""
 ) -> list[ChatMessage]:
-    """A compact step's messages: the system text, the history, and the current user message
+    """A small-model step's messages: the system text, the history, and the current user message
     (with the step's task after it, when it has one)."""
     messages = [ChatMessage("system", system)] if system else []
     messages.extend(_alternating(window.items))
@@ -153,28 +145,15 @@ def _alternating(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     return out
 
 
-def _reading(tool: ToolDefinition | None) -> str:
-    if tool is None:
-        return JUST_TALK
-    text = tool.description.strip().rstrip(".") or tool.name.replace("_", " ")
-    return text
+def chat_prefix(system: str, window: Window) -> list[ChatMessage]:
+    """What every step of a turn begins with: the system text and the history (the next turn's
+    prefix, which a prefill evaluates ahead)."""
+    return chat_messages(system, window, "", ())[:-1]
 
 
-def channel_candidates(
-    system: str,
-    window: Window,
-    prompt: str,
-    facts: Sequence[str],
-    tools: Sequence[ToolDefinition | None],
-    labels: Labels,
-) -> list[ScoredText]:
-    """One candidate per tool (``None``: no tool): the current user message preceded by that
-    reading of what the user wants, the message itself scored."""
-    base = chat_messages(system, window, "", ())[:-1]
-    message = prompt.strip() or "…"
-    candidates = []
-    for tool in tools:
-        wants = f"(The {labels.user} wants this from {labels.assistant}: {_reading(tool)}.)"
-        text = "\n".join([*facts, wants, message])
-        candidates.append(ScoredText([*base, ChatMessage("user", text)], message))
-    return candidates
+def reply_messages(spec: TurnSpec, result: TurnResult) -> list[ChatMessage]:
+    """The messages ``result``'s reply step sent (what the KV cache holds), rebuilt: what a
+    small model's closed choices and follow-up steps read on from."""
+    facts = turn_facts(result.entries)
+    window = chat_window(spec.history, trim=spec.settings.trim_history)
+    return chat_messages((spec.instructions or "").strip(), window, spec.prompt, facts)
