@@ -110,11 +110,11 @@ def create(req: Request) -> Result:
         session.set_context_note(restored.context_note)
     state.budget.check_room(session.held_bytes)
     store.add(session)
-    _warm(req, session)
+    _prefill_system_text(req, session)
     return Result(encode.encode_created(session_id, warnings))
 
 
-def _warm(req: Request, session: Session) -> None:
+def _prefill_system_text(req: Request, session: Session) -> None:
     """Background work, answered to nobody: the model evaluates the session's system text
     while the game gets on with its next request (text-only models with a prefix cache)."""
     if not session.model.capabilities.prefix_cache:
