@@ -60,7 +60,7 @@ from oamd.agent.json_reader import (
 )
 from oamd.agent.ports import TurnPeer
 from oamd.agent.small import best, channel_candidates, chat_messages, chat_window, turn_facts
-from oamd.agent.step import PartialEmitter, StepReading, read_step, score_step
+from oamd.agent.step import PartialEmitter, StepReading, prefill_step, read_step, score_step
 from oamd.agent.tools import ToolDefinition
 from oamd.agent.turn_spec import Labels, NoToolExecutor, TurnSpec
 from oamd.backends.base import (
@@ -121,7 +121,8 @@ async def prefill_system_text(
 ) -> None:
     """Has a text-only model with a prefix cache evaluate the system text its turns will start
     with (instructions, context note, tool catalog: the same bytes the first step sends), so the
-    first turn finds it cached. Best effort; does nothing on other models."""
+    first turn finds it cached (a ``prefill`` step, ``oamd.agent.step``). Best effort; does
+    nothing on other models."""
     await model.settle_capabilities()
     capabilities = model.capabilities
     if capabilities.native_tools or not capabilities.prefix_cache:
@@ -131,7 +132,7 @@ async def prefill_system_text(
     else:
         system = system_text(instructions, tools, Labels(user_label, assistant_label))
     if system:
-        await model.prefill([ChatMessage("system", system)])
+        await prefill_step(model, [ChatMessage("system", system)])
 
 
 async def run_envelope_turn(

@@ -22,6 +22,7 @@ from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
 from oamd.agent.run_turn import run_turn
 from oamd.agent.small import chat_prefix, chat_window
+from oamd.agent.step import prefill_step
 from oamd.agent.turn_spec import NoToolExecutor, TurnSettings, TurnSpec
 from oamd.backends.base import Sampling
 from oamd.errors import ModelError
@@ -92,7 +93,7 @@ async def prefill_next_turn(npc: Npc) -> None:
         return
     window = chat_window(npc.history)
     messages = chat_prefix(small_model_instructions(npc), window)
-    await npc.model.prefill(messages)
+    await prefill_step(npc.model, messages)
 
 
 def compaction_instructions(name: str) -> str:
