@@ -284,7 +284,7 @@ def test_the_hook_copies_oamd_into_the_app_without_the_typed_client(hook, tmp_pa
     (tmp_path / "oamd").mkdir()
     (tmp_path / "oamd" / "stale.py").write_text("")
     copied = hook.copy_oamd(tmp_path)
-    assert (copied / "daemon" / "connection.py").is_file() and (
+    assert (copied / "daemon" / "wiring.py").is_file() and (
         copied / "backends" / "android" / "litert.py"
     ).is_file()
     assert not (copied / "client").exists() and not (copied / "stale.py").exists()

@@ -1,7 +1,8 @@
 """The domain (``oamd/agent``, ``oamd/game``) knows nothing of the wire: it imports no adapter,
 connection or host module, by any import form (``TYPE_CHECKING`` and deferred imports included),
 and none of its string literals is a params property name of the protocol, so each params key is
-read, validated and written by the adapters (``oamd/methods``, its ``parse`` package) alone.
+read, validated and written by the adapters (``oamd/bridge``: each namespace's ``methods``,
+``params`` and ``encode`` modules) alone.
 
 The property names are every name under each method's ``params`` in ``protocol/bridge.json``
 (``$ref``s followed) with an upper-case letter: lower-case ones (``name``, ``text``) are ordinary

@@ -13,6 +13,7 @@ import pytest
 from oamd.agent.envelope._loop import APPEND_ONLY_CHATTER_CHARS
 from oamd.agent.events import ToolCall
 from oamd.agent.policy import ToolPolicy
+from oamd.agent.ports import TurnPeer
 from oamd.agent.run_turn import run_turn
 from oamd.agent.tools import ToolDefinition, ToolOutput
 from oamd.agent.turn_spec import TurnSettings, TurnSpec
@@ -73,7 +74,7 @@ async def turn(model: RecordingModel, **settings):
         return None
 
     with anyio.fail_after(5):
-        return await run_turn(spec, lambda _: None, engine, sleep)
+        return await run_turn(spec, TurnPeer.quiet(engine), sleep)
 
 
 def assert_each_step_extends_the_last(model: RecordingModel, replies: list[str]) -> None:

@@ -14,6 +14,7 @@ import pytest
 from oamd.agent.events import StepStarted, TextUpdated, ToolCall, TurnEvent
 from oamd.agent.history import History
 from oamd.agent.policy import ToolPolicy
+from oamd.agent.ports import TurnPeer
 from oamd.agent.run_turn import run_turn
 from oamd.agent.tools import ToolChoice, ToolDefinition, ToolOutput
 from oamd.agent.turn_spec import TurnSettings, TurnSpec
@@ -104,7 +105,9 @@ def spec(model: LanguageModel, **extra: Any) -> TurnSpec:
 async def turn(model: LanguageModel, clock: Clock, events: list[TurnEvent] | None = None, **extra):
     collected = [] if events is None else events
     with anyio.fail_after(5):
-        return await run_turn(spec(model, **extra), collected.append, Engine(), clock.sleep)
+        return await run_turn(
+            spec(model, **extra), TurnPeer(collected.append, Engine()), clock.sleep
+        )
 
 
 def busy(retry_after: float | None = None) -> ModelError:
@@ -170,7 +173,9 @@ async def test_a_retry_never_runs_a_tool_twice():
     engine = Engine()
     model = FlakyModel(['{"action": "check_menu"}'], ["respond"], [busy()], ["Stew."])
     with anyio.fail_after(5):
-        result = await run_turn(spec(model, tools=[MENU_TOOL]), [].append, engine, clock.sleep)
+        result = await run_turn(
+            spec(model, tools=[MENU_TOOL]), TurnPeer([].append, engine), clock.sleep
+        )
     assert len(engine.calls) == 1 and len(result.records) == 1
     assert clock.waits == [0.3]
     assert [s.kind for s in result.steps] == ["decide", "decide", "respond"]

@@ -3,7 +3,7 @@
 Each part (instructions, tools, the model's spec, a persona, a memory…) is measured when it is
 set, and the total is kept as parts change, so reading it costs nothing and no request
 re-serialises what an object already holds. The connection's byte budget
-(``methods.budget``) sums its objects' footprints and histories.
+(``oamd.bridge.budget``) sums its objects' footprints and histories.
 """
 
 from __future__ import annotations

@@ -34,7 +34,6 @@ from oamd.agent.events import (
     ToolCompleted,
     ToolRecord,
     ToolStarted,
-    TurnEvent,
     TurnFailed,
     TurnResult,
     TurnUsage,
@@ -42,14 +41,13 @@ from oamd.agent.events import (
 from oamd.agent.ports import TurnPeer
 from oamd.agent.prompt import entries_to_messages, history_window, message_tokens
 from oamd.agent.step import StepReading, read_step
-from oamd.agent.stream import Pace
 from oamd.agent.tools import (
     RESPOND_DIRECTLY,
     RESPOND_DIRECTLY_DESCRIPTION,
     ToolDefinition,
     ToolOutput,
 )
-from oamd.agent.turn_spec import ToolExecutor, TurnSpec, new_call_id
+from oamd.agent.turn_spec import TurnSpec, new_call_id
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -70,21 +68,16 @@ EXTRA_STEPS = 8
 
 
 async def run_native_turn(
-    spec: TurnSpec,
-    emit: Callable[[TurnEvent], None],
-    execute: ToolExecutor,
-    sleep: Callable[[float], Awaitable[None]],
-    pace: Pace | None = None,
+    spec: TurnSpec, peer: TurnPeer, sleep: Callable[[float], Awaitable[None]]
 ) -> TurnResult:
-    """Runs the turn on a model with a tool-call API; ``pace`` is awaited after each text event
-    (``oamd.agent.stream``).
+    """Runs the turn on a model with a tool-call API; ``peer.pace`` is awaited after each text
+    event (``oamd.agent.stream``).
 
     Raises:
         TurnFailed: the model failed, and the turn's ``RetryPolicy`` does not retry the failure,
             its attempts ran out, or a tool has already run.
     """
     state = _TurnState()
-    peer = TurnPeer(emit, execute, pace)
     return await spec.settings.retry.run(
         lambda: _Attempt(spec, peer, state).run(),
         sleep,

@@ -18,11 +18,11 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from oamd.agent.envelope import run_envelope_turn
-from oamd.agent.events import TurnEvent, TurnFailed, TurnResult
+from oamd.agent.events import TurnFailed, TurnResult
 from oamd.agent.native import run_native_turn
-from oamd.agent.stream import Pace
+from oamd.agent.ports import TurnPeer
 from oamd.agent.trace import CURRENT_TRACE, TurnScope
-from oamd.agent.turn_spec import ToolExecutor, TurnSpec
+from oamd.agent.turn_spec import TurnSpec
 from oamd.errors import ModelError
 from oamd.log import debug_enabled, get_logger
 
@@ -33,15 +33,12 @@ log = get_logger("oamd.agent")
 
 async def run_turn(
     spec: TurnSpec,
-    emit: Callable[[TurnEvent], None],
-    execute: ToolExecutor,
+    peer: TurnPeer,
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
-    *,
-    pace: Pace | None = None,
 ) -> TurnResult:
-    """Runs the turn; failures are retried by ``spec.settings.retry`` through ``sleep``.
-    ``pace`` is awaited after each text or partial event: a streaming caller passes the peer's
-    (``oamd.agent.stream``).
+    """Runs the turn; its events go to ``peer.emit``, its client tools to ``peer.execute``, and
+    ``peer.pace`` (a streaming caller's, ``oamd.agent.stream``) is awaited after each text or
+    partial event; failures are retried by ``spec.settings.retry`` through ``sleep``.
 
     Raises:
         TurnFailed: the turn failed after its retries (a ``ModelError``, with the tool records
@@ -50,18 +47,14 @@ async def run_turn(
     """
     if CURRENT_TRACE.get() is not None:
         # part of a turn traced around it (a TurnScope): its steps are that turn's
-        return await _run(spec, emit, execute, sleep, pace)
+        return await _run(spec, peer, sleep)
     with TurnScope(spec) as scope:
-        result = scope.result = await _run(spec, emit, execute, sleep, pace)
+        result = scope.result = await _run(spec, peer, sleep)
     return result
 
 
 async def _run(
-    spec: TurnSpec,
-    emit: Callable[[TurnEvent], None],
-    execute: ToolExecutor,
-    sleep: Callable[[float], Awaitable[None]],
-    pace: Pace | None,
+    spec: TurnSpec, peer: TurnPeer, sleep: Callable[[float], Awaitable[None]]
 ) -> TurnResult:
     # the loop, the JSON constraint and the context budget all read the capabilities: a turn
     # planned before a server was probed would run on guesses (unconstrained JSON on llama.cpp)
@@ -71,9 +64,9 @@ async def _run(
         raise TurnFailed(error) from error  # before any step: nothing gathered
     started = time.perf_counter()
     if spec.model.capabilities.native_tools:
-        result = await run_native_turn(spec, emit, execute, sleep, pace)
+        result = await run_native_turn(spec, peer, sleep)
     else:
-        result = await run_envelope_turn(spec, emit, execute, sleep, pace)
+        result = await run_envelope_turn(spec, peer, sleep)
     if not debug_enabled():
         return result
     usage = result.usage

@@ -51,8 +51,8 @@ __all__ = [
 ]
 
 
-_COMPACTION_NO_TOOLS = NoToolExecutor("compaction offers no tools", InvalidSchema)
-"""A summary offers no tools (its error unchanged: ``InvalidSchema``)."""
+_COMPACTION_PEER = TurnPeer.quiet(NoToolExecutor("compaction offers no tools", InvalidSchema))
+"""A summary is not watched and offers no tools (its error unchanged: ``InvalidSchema``)."""
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ class Session:
         """
         spec = self.turn_spec(prompt, overrides, schema)
         try:
-            result = await run_turn(spec, peer.emit, peer.execute, pace=peer.pace)
+            result = await run_turn(spec, peer)
             added = entries_size(result.entries)
             check_room(added)  # over the budget: the turn fails, leaving no trace
             op.commit()
@@ -191,7 +191,7 @@ class Session:
         if plan is None:
             op.commit()
             return None
-        result = await run_turn(plan.spec(self.model), lambda event: None, _COMPACTION_NO_TOOLS)
+        result = await run_turn(plan.spec(self.model), _COMPACTION_PEER)
         summary = result.text.strip()
         op.commit()
         self.set_context_note(summary)

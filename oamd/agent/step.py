@@ -1,14 +1,17 @@
-"""One model step, read: the one place that calls a backend's ``generate`` or ``score``.
+"""One model step, read: the one place that calls a backend's ``generate``, ``score`` or
+``prefill``.
 
 ``read_step`` reads a generation: retried as the turn's ``RetryPolicy`` says (through the
 caller's ``sleep``), stopped once a complete JSON value has arrived or at a cut (a sentence
 limit, a marker), its usage (reported, else estimated) and the structured partial values, and
 the tool calls a model with a tool-call API asks for (the native loop's steps); the text itself
 is gathered (bounded, and shown at a pace) by ``oamd.agent.stream``. ``score_step``
-asks a backend how likely it finds each candidate, retried the same way. Both are timed and
-logged by ``oamd.agent.step_log`` (a ``model_step`` record; a scoring step is kind ``score``)
-and handed to the turn's trace when one is open. A retry repeats the model call only: tools and
-the rest of the turn are the caller's.
+asks a backend how likely it finds each candidate, retried the same way. ``prefill_step`` has
+a backend with a prefix cache evaluate the messages a later step will begin with (best effort,
+tried once). Each is timed and logged by ``oamd.agent.step_log`` (a ``model_step`` record; a
+scoring step is kind ``score``, a prefill kind ``prefill``) and handed to the turn's trace when
+one is open. A retry repeats the model call only: tools and the rest of the turn are the
+caller's.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from oamd.agent.step_log import StepTimer
 from oamd.agent.stream import Pace, StepStream
 from oamd.agent.turn_spec import RetryPolicy
 from oamd.backends.base import (
+    ChatMessage,
     GenerationRequest,
     LanguageModel,
     ScoredText,
@@ -38,8 +42,10 @@ from oamd.errors import ModelError
 
 __all__ = [
     "ONE_ATTEMPT",
+    "PREFILL",
     "PartialEmitter",
     "StepReading",
+    "prefill_step",
     "read_step",
     "score_step",
     "stop_at",
@@ -48,6 +54,9 @@ __all__ = [
 ONE_ATTEMPT = RetryPolicy(max_attempts=1)
 """For the small steps a game turn adds after its line (player options, a decision's reason):
 a failure there is the caller's to absorb, not to wait out."""
+
+PREFILL = "prefill"
+"""The kind of a prefill step (its ``GenerationRequest`` in the step log and a trace)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +140,23 @@ async def score_step(
             ``retry`` does not retry the failure or the attempts ran out.
     """
     return await retry.run(lambda: _score(model, candidates, usage), sleep)
+
+
+async def prefill_step(model: LanguageModel, messages: list[ChatMessage]) -> None:
+    """Has ``model`` evaluate the prompt ``messages`` begin into its prefix cache
+    (``LanguageModel.prefill``), ahead of the step that will send them; timed, logged and traced
+    as a step of kind ``prefill`` that answers nothing. Tried once: a prefill is best effort.
+
+    Raises:
+        ModelError: what the backend's prefill raised.
+    """
+    timer = StepTimer(model, GenerationRequest(messages=messages, kind=PREFILL))
+    outcome = "failed"
+    try:
+        await model.prefill(messages)
+        outcome = "done"
+    finally:
+        timer.log(outcome)
 
 
 async def _score(model: LanguageModel, candidates: list[ScoredText], usage: TurnUsage) -> Scores:

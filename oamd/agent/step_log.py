@@ -1,12 +1,13 @@
 """Each model step's figures, logged: what a slow turn spent where, without a profiler.
 
-Both tool loops time every step they read from any backend: its kind, the prompt tokens and the
-share the backend served from its KV cache, the output tokens, the time to the first piece of text
-(tokenizing, any grammar, the prefill) and the rest (decoding). One ``model_step`` record at
-debug level per step (``--log-level debug``), nothing on the wire. A backend may log its own
-internals beside it (the embedded llama.cpp splits tokenizing, grammar and prefill). When the
-turn is traced (``oamd.agent.trace``), the same figures, the request and the raw answer go to its
-trace; otherwise nothing of them is kept.
+Every step ``oamd.agent.step`` reads from any backend is timed — a generation, a likelihood
+choice (kind ``score``), a prefill (kind ``prefill``, which answers nothing): its kind, the prompt
+tokens and the share the backend served from its KV cache, the output tokens, the time to the
+first piece of text (tokenizing, any grammar, the prefill) and the rest (decoding). One
+``model_step`` record at debug level per step (``--log-level debug``), nothing on the wire. A
+backend may log its own internals beside it (the embedded llama.cpp splits tokenizing, grammar
+and prefill). When the turn is traced (``oamd.agent.trace``), the same figures, the request and
+the raw answer go to its trace; otherwise nothing of them is kept.
 """
 
 from __future__ import annotations

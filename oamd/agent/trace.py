@@ -48,7 +48,8 @@ class StepFigures:
     as it answered (the raw stream, before the loop parsed it), the tool calls it requested
     (native loop), the tokens it reported (else 0) and its times. ``outcome``: ``done``,
     ``stopped`` early by the reader, or ``failed``. A likelihood choice (``score``) has no
-    request: its ``candidates`` and their ``scores`` instead."""
+    request: its ``candidates`` and their ``scores`` instead; a prefill's request is its
+    messages alone (kind ``prefill``), and it answers no text."""
 
     backend: str
     request: GenerationRequest | None

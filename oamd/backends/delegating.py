@@ -1,5 +1,7 @@
 """``DelegatingModel``: a backend that passes every call on to another, for the wrappers that
-change one or two of them (``oamd serve``'s fair share of generations, a recording, a replay).
+change one or two of them: ``oamd serve``'s fair share of generations (``oamd.serve.fair``) and a
+recording's system model and each of its uses (``oamd.recording._model``). A replay wraps no
+backend (its models are scripted ones, ``oamd.recording._replay_model``), so it does not use it.
 
 A wrapper lists only what it changes; everything the ``LanguageModel`` contract has — generation,
 scoring, prefill, token counts, availability in its three forms, capabilities — reaches the inner

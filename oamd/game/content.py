@@ -3,16 +3,15 @@ turn; ``generate`` is the service the adapter hands a request to."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from oamd.agent.events import TurnEvent
 from oamd.agent.policy import ToolPolicy
+from oamd.agent.ports import TurnPeer
 from oamd.agent.run_turn import run_turn
 from oamd.agent.schema import CompiledSchema
 from oamd.agent.tools import ToolChoice, ToolDefinition
-from oamd.agent.turn_spec import ToolExecutor, TurnSettings, TurnSpec
+from oamd.agent.turn_spec import TurnSettings, TurnSpec
 from oamd.backends.base import LanguageModel, Sampling
 from oamd.errors import ModelError
 from oamd.jsonvalue import dumps_text
@@ -54,15 +53,15 @@ class ContentRequest:
 async def generate(
     request: ContentRequest,
     model: LanguageModel,
-    emit: Callable[[TurnEvent], None],
-    execute: ToolExecutor,
+    peer: TurnPeer,
 ) -> Any:
-    """The content: the structured answer of one turn under the request's schema.
+    """The content: the structured answer of one turn under the request's schema; its tool
+    calls run through ``peer``.
 
     Raises:
         ModelError: the turn failed, or gave no structured answer (``generation_failed``).
     """
-    result = await run_turn(request.spec(model), emit, execute)
+    result = await run_turn(request.spec(model), peer)
     if not result.has_structured:
         raise ModelError("generation_failed", "The model produced no structured content.")
     return result.structured

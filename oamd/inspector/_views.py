@@ -4,8 +4,8 @@ when asked, beside the turns and changes the recorder kept.
 Views read the connection's ``BridgeState`` on the event loop, between two protocol messages, so
 what they show is consistent; everything large in them (instructions, a world's tree) is cut to
 a bounded size (``oamd.inspector._preview``), so answering a page costs a bounded time. The
-stores are read through ``BridgeState``'s properties, which create an empty store on first use,
-as the first request needing one would.
+stores are read through ``BridgeState.part``, which opens nothing: a connection that has not
+opened its sessions or its game part yet shows none.
 """
 
 from __future__ import annotations

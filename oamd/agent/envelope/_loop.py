@@ -48,7 +48,6 @@ from oamd.agent.events import (
     PartialValue,
     Step,
     StepStarted,
-    TurnEvent,
     TurnFailed,
     TurnResult,
     TurnUsage,
@@ -59,11 +58,11 @@ from oamd.agent.json_reader import (
     json_candidates,
     parse_lenient,
 )
+from oamd.agent.ports import TurnPeer
 from oamd.agent.small import best, channel_candidates, chat_messages, chat_window, turn_facts
-from oamd.agent.step import PartialEmitter, StepReading, read_step, score_step
-from oamd.agent.stream import Pace
+from oamd.agent.step import PartialEmitter, StepReading, prefill_step, read_step, score_step
 from oamd.agent.tools import ToolDefinition
-from oamd.agent.turn_spec import Labels, NoToolExecutor, ToolExecutor, TurnSpec
+from oamd.agent.turn_spec import Labels, NoToolExecutor, TurnSpec
 from oamd.backends.base import (
     ChatMessage,
     GenerationRequest,
@@ -122,7 +121,8 @@ async def prefill_system_text(
 ) -> None:
     """Has a text-only model with a prefix cache evaluate the system text its turns will start
     with (instructions, context note, tool catalog: the same bytes the first step sends), so the
-    first turn finds it cached. Best effort; does nothing on other models."""
+    first turn finds it cached (a ``prefill`` step, ``oamd.agent.step``). Best effort; does
+    nothing on other models."""
     await model.settle_capabilities()
     capabilities = model.capabilities
     if capabilities.native_tools or not capabilities.prefix_cache:
@@ -132,17 +132,13 @@ async def prefill_system_text(
     else:
         system = system_text(instructions, tools, Labels(user_label, assistant_label))
     if system:
-        await model.prefill([ChatMessage("system", system)])
+        await prefill_step(model, [ChatMessage("system", system)])
 
 
 async def run_envelope_turn(
-    spec: TurnSpec,
-    emit: Callable[[TurnEvent], None],
-    execute: ToolExecutor,
-    sleep: Callable[[float], Awaitable[None]],
-    pace: Pace | None = None,
+    spec: TurnSpec, peer: TurnPeer, sleep: Callable[[float], Awaitable[None]]
 ) -> TurnResult:
-    """Runs the turn on a text-only model; ``pace`` is awaited after each text event
+    """Runs the turn on a text-only model; ``peer.pace`` is awaited after each text event
     (``oamd.agent.stream``).
 
     Raises:
@@ -150,26 +146,27 @@ async def run_envelope_turn(
             invalid after its repair (``generation_failed``).
         InvalidRequest: ``{"tool": name}`` names a tool the turn does not have.
     """
-    return await _EnvelopeTurn(spec, emit, execute, sleep, pace).run()
+    return await _EnvelopeTurn(spec, peer, sleep).run()
 
 
 async def regenerate_reply(
     spec: TurnSpec,
     result: TurnResult,
     sampling: Sampling,
-    emit: Callable[[TurnEvent], None],
+    peer: TurnPeer,
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
-    pace: Pace | None = None,
 ) -> TurnResult:
     """The reply of a finished turn written again with ``sampling``: the same prompt, tool uses
-    and layout, one respond step. The result keeps ``result``'s records, steps and usage, adds
+    and layout, one respond step, its events to ``peer.emit`` (paced by ``peer.pace``); it calls
+    no tools, whatever ``peer.execute`` is. The result keeps ``result``'s records, steps and usage, adds
     the new step's, and its entries end with the new reply (the caller commits them).
 
     Raises:
         ModelError: the model failed the step after its retries.
     """
     settings = replace(spec.settings, sampling=sampling)
-    turn = _EnvelopeTurn(replace(spec, settings=settings), emit, _REGENERATE_NO_TOOLS, sleep, pace)
+    peer = replace(peer, execute=_REGENERATE_NO_TOOLS)
+    turn = _EnvelopeTurn(replace(spec, settings=settings), peer, sleep)
     turn.entries[:] = [entry for entry in result.entries if kind_of(entry) != RESPONSE]
     turn.calls.records[:] = result.records
     turn.steps[:] = result.steps
@@ -183,17 +180,13 @@ _REGENERATE_NO_TOOLS = NoToolExecutor("a regenerated reply calls no tools")
 
 class _EnvelopeTurn:
     def __init__(
-        self,
-        spec: TurnSpec,
-        emit: Callable[[TurnEvent], None],
-        execute: ToolExecutor,
-        sleep: Callable[[float], Awaitable[None]],
-        pace: Pace | None,
+        self, spec: TurnSpec, peer: TurnPeer, sleep: Callable[[float], Awaitable[None]]
     ) -> None:
+        emit = peer.emit
         self.spec = spec
         self.emit = emit
         self.sleep = sleep
-        self.pace = pace
+        self.pace = peer.pace
         self.settings = spec.settings
         self.labels = Labels(spec.settings.user_label, spec.settings.assistant_label)
         capabilities = spec.model.capabilities
@@ -211,7 +204,7 @@ class _EnvelopeTurn:
         self.entries: list[dict[str, Any]] = [prompt_entry(spec.prompt)]
         if spec.watch is not None:
             spec.watch(self.entries)
-        self.calls = TurnCalls(self.entries, spec.carried_records, self.labels, emit, execute)
+        self.calls = TurnCalls(self.entries, spec.carried_records, self.labels, emit, peer.execute)
         self.steps: list[Step] = []
         self.usage = TurnUsage()
         self.rounds = 0

@@ -1,5 +1,5 @@
 """``session/*`` (§5): the adapters of sessions: each reads its params in the reference's order
-(``oamd.bridge.parse``), holds them against the connection's byte budget while queued, hands
+(``oamd.bridge.session.params``), holds them against the connection's byte budget while queued, hands
 the typed values to the ``Session`` (``respond``, ``compact``, the ``set_*`` methods) inside its
 queue, and writes the wire result (``oamd.bridge.encode``)."""
 

@@ -8,14 +8,14 @@ request's fallback option when it has one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import anyio
 
-from oamd.agent.events import ToolRecord, TurnEvent, TurnUsage
+from oamd.agent.events import ToolRecord, TurnUsage
+from oamd.agent.ports import TurnPeer
 from oamd.agent.run_turn import run_turn
-from oamd.agent.turn_spec import ToolExecutor
 from oamd.backends.base import LanguageModel
 from oamd.errors import ModelError
 from oamd.game.decision.request import Choice, DecisionRequest
@@ -38,10 +38,10 @@ class Decision:
 async def decide(
     request: DecisionRequest,
     model: LanguageModel,
-    emit: Callable[[TurnEvent], None],
-    execute: ToolExecutor,
+    peer: TurnPeer,
 ) -> Decision:
-    """One decision; its tool calls run through ``execute`` and report through ``emit``.
+    """One decision; its tool calls run through ``peer.execute`` and report through
+    ``peer.emit``.
 
     Raises:
         ModelError: the model failed, and the failure is not one the fallback answers.
@@ -53,9 +53,9 @@ async def decide(
         await model.settle_capabilities()
         capabilities = model.capabilities
         if capabilities.compact_prompts and capabilities.scores_text:
-            choice, usage, records = await decide_by_likelihood(request, model, emit, execute)
+            choice, usage, records = await decide_by_likelihood(request, model, peer)
             return Decision(choice, usage, records)
-        turn = await run_turn(request.spec(model), emit, execute)
+        turn = await run_turn(request.spec(model), peer)
     except ModelError as exc:
         if request.fallback_option is None or exc.name not in FALLBACK_ERRORS:
             raise
@@ -65,12 +65,11 @@ async def decide(
 
 @dataclass(frozen=True)
 class DecisionJob:
-    """One decision of ``decide_many`` with its own tool-call channel."""
+    """One decision of ``decide_many`` with its own tool-call channel (``peer``)."""
 
     request: DecisionRequest
     model: LanguageModel
-    emit: Callable[[TurnEvent], None]
-    execute: ToolExecutor
+    peer: TurnPeer
 
 
 async def decide_many(jobs: Sequence[DecisionJob], workers: int) -> list[Decision | Exception]:
@@ -86,7 +85,7 @@ async def decide_many(jobs: Sequence[DecisionJob], workers: int) -> list[Decisio
         for i in indices:
             job = jobs[i]
             try:
-                results[i] = await decide(job.request, job.model, job.emit, job.execute)
+                results[i] = await decide(job.request, job.model, job.peer)
             except Exception as exc:  # one failed decision must not affect the others
                 results[i] = exc
 

@@ -12,18 +12,18 @@ whose reply is then the reasoning.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from oamd.agent.envelope import SentenceWatch
-from oamd.agent.events import ToolRecord, TurnEvent, TurnResult, TurnUsage
+from oamd.agent.events import ToolRecord, TurnResult, TurnUsage
 from oamd.agent.policy import ToolPolicy
+from oamd.agent.ports import TurnPeer
 from oamd.agent.run_turn import run_turn
 from oamd.agent.small import chat_messages, chat_window, likeliest, turn_facts
 from oamd.agent.step import StepReading, read_step
 from oamd.agent.tools import ToolChoice
 from oamd.agent.trace import TurnScope
-from oamd.agent.turn_spec import ToolExecutor, TurnSettings, TurnSpec
+from oamd.agent.turn_spec import TurnSettings, TurnSpec
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
 from oamd.game.decision.request import Choice, DecisionRequest
 from oamd.game.npc.prompt import render_value, sentence, text_list
@@ -76,10 +76,10 @@ def _question(request: DecisionRequest) -> str:
 async def decide_by_likelihood(
     request: DecisionRequest,
     model: Any,
-    emit: Callable[[TurnEvent], None],
-    execute: ToolExecutor,
+    peer: TurnPeer,
 ) -> tuple[Choice, TurnUsage, list[ToolRecord]]:
-    """The choice, the usage of every step, the tool records; its steps are one traced turn.
+    """The choice, the usage of every step, the tool records (the decision's tools run through
+    ``peer``); its steps are one traced turn.
 
     Raises:
         ModelError: a model step failed.
@@ -100,7 +100,7 @@ async def decide_by_likelihood(
         ),
     )
     with TurnScope(spec) as turn:
-        chosen, usage, records = await _decide(request, spec, emit, execute)
+        chosen, usage, records = await _decide(request, spec, peer)
         answer = {
             "reasoning": chosen.reasoning,
             "choice": chosen.option_id,
@@ -113,10 +113,7 @@ async def decide_by_likelihood(
 
 
 async def _decide(
-    request: DecisionRequest,
-    spec: TurnSpec,
-    emit: Callable[[TurnEvent], None],
-    execute: ToolExecutor,
+    request: DecisionRequest, spec: TurnSpec, peer: TurnPeer
 ) -> tuple[Choice, TurnUsage, list[ToolRecord]]:
     """The tools first, when the decision has them (``spec``'s turn, whose reply is the
     reasoning), then the likeliest option, then its reason unless the tools' turn gave one."""
@@ -124,7 +121,7 @@ async def _decide(
     usage, records, reasoning = TurnUsage(), [], ""
     messages = [ChatMessage("system", system), ChatMessage("user", question)]
     if request.tools and spec.policy.choice.mode != "none":
-        turn = await run_turn(spec, emit, execute)
+        turn = await run_turn(spec, peer)
         usage, records, reasoning = turn.usage, list(turn.records), turn.text.strip()
         window = chat_window(spec.history)
         messages = chat_messages(system, window, question, turn_facts(turn.entries))

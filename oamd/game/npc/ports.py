@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from oamd.agent.events import TurnEvent
+from oamd.agent.ports import TurnPeer
 from oamd.agent.stream import Pace
 from oamd.agent.tools import ToolChoice, ToolDefinition
 from oamd.agent.turn_spec import ToolExecutor
@@ -45,6 +46,11 @@ class TalkPeer:
     execute: ToolExecutor
     tracker: LineShown
     pace: Pace | None = None
+
+    @property
+    def turn_peer(self) -> TurnPeer:
+        """The part of it ``run_turn`` takes: events, client tools, pace (not the tracker)."""
+        return TurnPeer(self.emit, self.execute, self.pace)
 
 
 @dataclass(frozen=True, slots=True)

@@ -289,7 +289,7 @@ async def run_talk(
     """Runs the turn on a full-size model; raises ``TurnFailed`` when it fails and no fallback
     applies."""
     choice, instructions, tools = said.choice, setup.instructions, setup.tools
-    emit, execute, tracker, pace = peer.emit, peer.execute, peer.tracker, peer.pace
+    tracker, turn_peer = peer.tracker, peer.turn_peer
     o = npc.options
     settings = TurnSettings(
         sampling=Sampling(temperature=o.temperature, max_tokens=o.maximum_response_tokens)
@@ -306,7 +306,7 @@ async def run_talk(
         settings=settings,
     )
     try:
-        result = await run_turn(spec, emit, execute, pace=pace)
+        result = await run_turn(spec, turn_peer)
     except TurnFailed as exc:
         if exc.name not in BLOCKED:
             raise
@@ -322,7 +322,7 @@ async def run_talk(
             carried_records=records,
         )
         try:
-            result = await run_turn(retry, emit, execute, pace=pace)
+            result = await run_turn(retry, turn_peer)
         except TurnFailed as again:
             if again.name not in BLOCKED:
                 raise

@@ -118,9 +118,9 @@ async def _written(
     npc: Npc, player_line: str, spec: TurnSpec, peer: TalkPeer
 ) -> tuple[TalkOutcome, TurnResult]:
     """The turn's outcome, and the result of its last reply step (what its trace ends with)."""
-    emit, tracker, pace = peer.emit, peer.tracker, peer.pace
+    tracker, turn_peer = peer.tracker, peer.turn_peer
     o, name, sampling = npc.options, npc.persona.name, spec.settings.sampling
-    result = await run_turn(spec, emit, peer.execute, pace=pace)
+    result = await run_turn(spec, turn_peer)
     line = clean_line(result.text, name)
     # what the line may not copy: the NPC's own lines it can see, and its persona text
     earlier = [m.content for m in reply_messages(spec, result) if m.role == "assistant"]
@@ -135,7 +135,7 @@ async def _written(
         # written again without the history: a small model copies what it can see, and its
         # repetition penalty does not reach back into the prompt
         spec = replace(spec, history=History())
-        result = await regenerate_reply(spec, result, hotter, emit, pace=pace)
+        result = await regenerate_reply(spec, result, hotter, turn_peer)
         line = clean_line(result.text, name)
         if line_problems(line, player_line, earlier):
             return _fallback(npc, result, tracker), result

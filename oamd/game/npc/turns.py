@@ -17,10 +17,12 @@ from oamd.agent.compaction import (
     render_lines,
 )
 from oamd.agent.envelope import prefill_system_text
+from oamd.agent.ports import TurnPeer
 from oamd.agent.prompt import turn_starts
 from oamd.agent.queue import Operation
 from oamd.agent.run_turn import run_turn
 from oamd.agent.small import chat_prefix, chat_window
+from oamd.agent.step import prefill_step
 from oamd.agent.turn_spec import NoToolExecutor, TurnSettings, TurnSpec
 from oamd.backends.base import Sampling
 from oamd.errors import ModelError
@@ -91,7 +93,7 @@ async def prefill_next_turn(npc: Npc) -> None:
         return
     window = chat_window(npc.history)
     messages = chat_prefix(small_model_instructions(npc), window)
-    await npc.model.prefill(messages)
+    await prefill_step(npc.model, messages)
 
 
 def compaction_instructions(name: str) -> str:
@@ -133,7 +135,7 @@ async def compact(npc: Npc, op: Operation) -> None:
             npc.model
         )
     try:
-        result = await run_turn(spec, lambda event: None, _NO_TOOLS)
+        result = await run_turn(spec, _QUIET)
     except ModelError:
         return  # failures of background compaction are swallowed
     summary = result.text.strip()
@@ -171,8 +173,9 @@ def small_model_summary_spec(npc: Npc) -> TurnSpec:
     )
 
 
-_NO_TOOLS = NoToolExecutor("no tools during compaction")
-"""Compaction and barks offer no tools (their errors unchanged: ``InvalidRequest``)."""
+_QUIET = TurnPeer.quiet(NoToolExecutor("no tools during compaction"))
+"""Compaction and barks are not watched and offer no tools (their errors unchanged:
+``InvalidRequest``)."""
 
 
 def bark_spec(npc: Npc, situation: Any) -> TurnSpec:
@@ -199,7 +202,7 @@ async def run_bark(npc: Npc, spec: TurnSpec) -> str:
     Raises:
         ModelError: the turn failed, or its line is empty.
     """
-    result = await run_turn(spec, lambda event: None, _NO_TOOLS)
+    result = await run_turn(spec, _QUIET)
     first = next((ln.strip() for ln in result.text.splitlines() if ln.strip()), "")
     line = spoken_line(first, npc.persona.name)
     if not line:

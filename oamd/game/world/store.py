@@ -2,7 +2,7 @@
 
 ``WorldStore`` is an ``ObjectStore`` (ids ``w1``…, limit, lookup, not-found/exists errors) of
 ``WorldState``s; it hands each committed change of a world with subscriptions to its
-``on_change`` sink, which the methods layer turns into ``world/changed`` notifications. Changes
+``on_change`` sink, which the bridge layer turns into ``world/changed`` notifications. Changes
 reach the sink however they were made (a ``world/*`` request or an NPC's ``update_world_state``),
 synchronously, so they precede the response of the request that caused them. A ``watch`` sink,
 when set (``oamd --inspect``), hears every committed change of every world, subscribed or not.

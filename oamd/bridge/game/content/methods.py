@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from oamd.agent.ports import TurnPeer
 from oamd.bridge.driver import TurnDriver
 from oamd.bridge.game.content import encode
 from oamd.bridge.model_params import resolve_model
@@ -61,7 +62,7 @@ def generate(req: Request) -> Deferred:
     )
 
     async def work() -> dict[str, Any]:
-        generated = await content.generate(request, model, driver.emit, driver.execute)
+        generated = await content.generate(request, model, TurnPeer(driver.emit, driver.execute))
         return encode.encode_content(generated, warnings)
 
     return Deferred(work)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from oamd.agent.ports import TurnPeer
 from oamd.bridge.driver import TurnDriver
 from oamd.bridge.game.decision import encode
 from oamd.bridge.game.decision.params import actor_persona, parse_options
@@ -106,7 +107,7 @@ def decide(req: Request) -> Result | Deferred:
     )
 
     async def work() -> dict[str, Any]:
-        decision = await decide_one(request, model, driver.emit, driver.execute)
+        decision = await decide_one(request, model, TurnPeer(driver.emit, driver.execute))
         return encode.encode_decision(decision, warnings)
 
     return Deferred(work)
@@ -146,7 +147,7 @@ def decide_many(req: Request) -> Deferred:
             cancel_reason=DECISION_CANCEL_REASON,
         )
         warnings += ip.unknown(DECISION_KEYS) + [f"requests[{i}]: {w}" for w in item_warnings]
-        jobs.append(DecisionJob(request, model, driver.emit, driver.execute))
+        jobs.append(DecisionJob(request, model, TurnPeer(driver.emit, driver.execute)))
 
     async def work() -> dict[str, Any]:
         outcomes = [

@@ -1,5 +1,6 @@
 """``npc/*`` params: persona, options and memory read with their defaults (§6), their save form,
-and the ``npc/update`` rules (RFC 7386 merge patches, through the tree's one merge in ``_paths``).
+and the ``npc/update`` rules (RFC 7386 merge patches, through the tree's one merge in
+``oamd.game.world.paths``).
 
 Parsing is all-or-nothing: each ``parse_*`` returns a new value or raises ``InvalidParams`` naming
 the field (``persona.goals``), and reports unknown fields as warnings.
