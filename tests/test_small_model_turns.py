@@ -145,12 +145,9 @@ async def test_an_npc_line_is_free_text_with_the_tools_facts_and_its_emotion_cho
     decides = [group for group in model.scored if "wants this" in last_user(group[0])]
     assert len(decides) == 1
     reply = next(r for r in model.requests if r.kind == "respond")
-    # plain chat: a short prose persona, the player's words, then the fact in parentheses
+    # plain chat: a short prose persona, the player's words, then the fact in plain words
     assert reply.messages[0].content.startswith("You are Mira, the innkeeper.")
-    assert (
-        reply.messages[-1].content
-        == "What's on the menu?\n(Facts you just looked up: stew 5, ale 3.)"
-    )
+    assert reply.messages[-1].content == "What's on the menu?\nYou looked it up: stew 5, ale 3."
     assert reply.schema is None and reply.stop == ("\n",)
     assert "{" not in reply.messages[0].content
 

@@ -14,6 +14,7 @@ turns share their first tokens, and a small model sees little of its own past wo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,10 +56,19 @@ HISTORY_LOW_WATER_SHARE = 0.4
 it, so the window then stays put for a few turns (and the cache keeps hitting)."""
 
 
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def _key(key: str) -> str:
+    """A field name in words: ``priceSilver`` → ``price silver``, ``in_stock`` → ``in stock``."""
+    return _CAMEL.sub(" ", key).replace("_", " ").lower()
+
+
 def _plain(value: Any) -> str:
-    """A tool's output or arguments as a small model reads them: ``stew 5, ale 3``."""
+    """A tool's output or arguments as a small model reads them: ``stew 5, ale 3``,
+    ``in stock 14, price silver 4``."""
     if isinstance(value, dict):
-        return ", ".join(f"{key} {_plain(item)}" for key, item in value.items())
+        return ", ".join(f"{_key(str(key))} {_plain(item)}" for key, item in value.items())
     if isinstance(value, list):
         return ", ".join(_plain(item) for item in value)
     if isinstance(value, str):
@@ -67,15 +77,15 @@ def _plain(value: Any) -> str:
 
 
 def fact_line(name: str, arguments: dict[str, Any], output: ToolOutput) -> str:
-    """``(Facts you just looked up: stew 5, ale 3.)``; a failed call says so. SmolLM2-135M used
-    the facts in this form more often than under the tool's name (6 of 8 replies, 3 of 8)."""
+    """``You looked it up: stew 5, ale 3.``; a failed call says so. Plain words, no brackets or
+    labels: SmolLM2-135M opened its lines with ``(`` and ``Note:`` when the facts came in
+    parentheses, and used facts in this form more often than under the tool's name."""
     if output.is_error:
-        called = f"{name} {_plain(arguments)}" if arguments else name
-        return f"({called} failed: {output.model_text.strip()[:MAX_TOOL_OUTPUT_CHARS]})"
+        return f"You could not look it up: {output.model_text.strip()[:MAX_TOOL_OUTPUT_CHARS]}"
     text = _plain(output.value)
     if len(text) > MAX_TOOL_OUTPUT_CHARS:
-        text = text[:MAX_TOOL_OUTPUT_CHARS] + "… (truncated)"
-    return f"(Facts you just looked up: {text.rstrip('.')}.)"
+        text = text[:MAX_TOOL_OUTPUT_CHARS] + "…"
+    return f"You looked it up: {text.rstrip('.')}."
 
 
 def user_text(prompt: str, facts: Sequence[str]) -> str:
