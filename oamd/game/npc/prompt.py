@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from oamd.game.npc.npc import MEMORY_TOOLS, Npc
@@ -24,6 +25,8 @@ __all__ = [
     "sentence",
     "small_model_instructions",
     "text_list",
+    "told_facts",
+    "world_sentence",
 ]
 
 
@@ -154,31 +157,29 @@ def game_state(npc: Npc) -> str | None:
 
 
 def small_model_instructions(npc: Npc) -> str:
-    """The system text of a small model's NPC turns: the persona and memory as a few plain
-    sentences in the second person (a small model copies labels and rule lists into its lines)."""
+    """The system text of a small model's NPC turns: who the NPC is, as a few plain sentences in
+    the second person (a small model copies labels and rule lists into its lines).
+
+    What the NPC knows is not here: the facts that bear on a line are placed right before it
+    (``told_facts``, ``grounding.relevant_facts``), where a small model reads them; a list of
+    every fact it was told it mostly ignores, or recites. Nor is a guarded secret: a model of a
+    few hundred million parameters does not keep what it reads, so it reads only what it may
+    say (a secret once the player earned it).
+    """
     p, o, memory = npc.persona, npc.options, npc.memory
     role = p.role.strip()
     parts = [f"You are {p.name}, {role.removesuffix('.')}." if role else f"You are {p.name}."]
     parts += [
         sentence(text) for text in (p.personality, p.speaking_style, p.backstory) if text.strip()
     ]
-    for label, items in (("You want", p.goals), ("You know", p.knowledge)):
-        text = text_list(items)
-        if text:
-            parts.append(f"{label}: {text}")
+    goals = text_list(p.goals)
+    if goals:
+        parts.append(f"You want: {goals}")
     secret = text_list(p.secrets)
-    visibility = npc.secrets_visibility()
-    if secret and visibility == "guarded":
-        parts.append(
-            f"Your secret: {secret} Keep it unless the player has truly earned your trust."
-        )
-    elif secret and visibility == "shareable":
+    if secret and npc.secrets_visibility() == "shareable":
         parts.append(f"Your secret: {secret} The player has earned your trust; you may share it.")
     if "changeRelationship" in o.memory_tools or memory.relationship != 0:
         parts.append(f"You feel {attitude(memory.relationship)} toward the player.")
-    facts = text_list(memory.facts)
-    if facts:
-        parts.append(f"You remember: {facts}")
     if memory.summary and memory.summary.strip():
         parts.append(f"Earlier: {sentence(memory.summary)}")
     if o.extra_instructions and o.extra_instructions.strip():
@@ -186,3 +187,26 @@ def small_model_instructions(npc: Npc) -> str:
     # no rule about length or voice: the chat roles make the voice, and a reply stops at its
     # ``max_sentences``-th sentence while it decodes (every step sends this text again)
     return " ".join(parts)
+
+
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def world_sentence(line: str) -> str:
+    """A ``path: value`` line of the world summary in plain words: ``river.lastCrossingToday:
+    at dusk`` → ``river last crossing today: at dusk``."""
+    path, sep, value = line.partition(":")
+    if not sep:
+        return line.strip()
+    words = " ".join(_CAMEL.sub(" ", part).lower() for part in re.split(r"[./\[\]]+", path) if part)
+    return f"{words}: {value.strip()}"
+
+
+def told_facts(npc: Npc) -> list[str]:
+    """Everything the NPC was told that a line may draw on, one fact a line: its knowledge, its
+    memory facts and the world values it reads (``world_context_paths``)."""
+    facts = [*npc.persona.knowledge, *npc.memory.facts]
+    state = game_state(npc)
+    if state:
+        facts += [world_sentence(line) for line in state.splitlines() if line.strip()]
+    return [fact.strip() for fact in facts if fact.strip()]

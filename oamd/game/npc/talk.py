@@ -15,10 +15,11 @@ from typing import Any
 from oamd.agent.history import entries_size
 from oamd.agent.ports import RoomCheck
 from oamd.agent.queue import Operation
+from oamd.game.npc.grounding import relevant_facts
 from oamd.game.npc.npc import Npc
 from oamd.game.npc.persona import Memory
 from oamd.game.npc.ports import TalkLine, TalkPeer
-from oamd.game.npc.prompt import game_state
+from oamd.game.npc.prompt import game_state, told_facts
 from oamd.game.npc.reply import TalkOutcome, run_talk, talk_prompt
 from oamd.game.npc.small_reply import run_small_model_talk, small_model_prompt
 from oamd.game.npc.tools import MemoryDraft
@@ -45,7 +46,8 @@ async def talk_turn(npc: Npc, said: TalkLine, peer: TalkPeer) -> tuple[TalkOutco
     await npc.model.settle_capabilities()
     setup = turn_setup(npc)
     if small_model_turns(npc):
-        prompt = small_model_prompt(said.line, said.context, game_state(npc))
+        facts = relevant_facts(told_facts(npc), said.line)
+        prompt = small_model_prompt(said.line, said.context, facts)
         return await run_small_model_talk(npc, said, prompt, setup, peer), setup.draft
     prompt = talk_prompt(said.line, said.context, game_state(npc))
     return await run_talk(npc, said, prompt, setup, peer), setup.draft

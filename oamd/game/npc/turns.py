@@ -63,7 +63,12 @@ def small_model_turns(npc: Npc) -> bool:
 def turn_setup(npc: Npc) -> TalkSetup:
     """A talk turn's memory draft, tools and system instructions, as the NPC stands now."""
     draft = new_draft(npc)
-    tools = npc_tools(npc, draft, npc_world_tools(npc))
+    world_tools = npc_world_tools(npc)
+    if small_model_turns(npc) and npc.options.world_context_paths:
+        # the values it reads come before its line (``told_facts``); a small model asked to
+        # read more invents paths ("/world/game-state.json") and gains nothing from the call
+        world_tools = [t for t in world_tools if t.name != "read_world_state"]
+    tools = npc_tools(npc, draft, world_tools)
     if small_model_turns(npc):
         return TalkSetup(draft, tools, small_model_instructions(npc))
     return TalkSetup(draft, tools, npc_instructions(npc, [t.name for t in tools]))
