@@ -17,20 +17,21 @@ models never come here: the reference's tests script exact lines.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from oamd.agent.entries import RESPONSE, kind_of, with_text
 from oamd.agent.envelope import regenerate_reply
-from oamd.agent.events import TurnResult, TurnUsage
+from oamd.agent.events import TextUpdated, TurnResult, TurnUsage
 from oamd.agent.history import History
 from oamd.agent.run_turn import run_turn
-from oamd.agent.small import NEUTRAL_EXCHANGE, Question, lift, reply_messages
+from oamd.agent.small import NEUTRAL_EXCHANGE, Question, lift, reply_messages, turn_facts
 from oamd.agent.step import StepReading, read_step, stop_at
 from oamd.agent.trace import TurnScope
 from oamd.agent.turn_spec import TurnSettings, TurnSpec
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
 from oamd.errors import ModelError
+from oamd.game.npc.grounding import Grounding, as_sentences
 from oamd.game.npc.line_guard import (
     RESIDUE,
     clean_line,
@@ -58,22 +59,25 @@ RETRY_TEMPERATURE = 0.95
 RETRY_REPETITION_PENALTY = 1.4
 """The one retry of a refused line samples hotter and penalises repeats harder."""
 
+DEFAULT_EMOTION_LIFT = 1.5
+"""The head start (in nats of lift) the persona's ``defaultEmotion`` has over the others when
+the emotion of a line is chosen: another wins only when the line makes it e^1.5 ≈ 4.5 times
+likelier than the neutral exchange does, beyond what it does for the default."""
+
 OPTION_MAX_TOKENS = 10
 """Output cap per player option (the options are written in one step, as a numbered list)."""
 
 _NUMBERED = re.compile(r"(?:^|\s)\d{1,2}[.):]\s*")
 
 
-def small_model_prompt(line: str, context: Any, game_state: str | None) -> str:
-    """The user message of a turn: the player's words, then the situation in parentheses."""
-    spoken = line.strip() or "(The player says nothing.)"
-    parts = [spoken]
+def small_model_prompt(line: str, context: Any, facts: list[str]) -> str:
+    """The user message of a turn: the facts that bear on this line and the situation, in plain
+    sentences, then the player's words last — what the reply answers. No brackets or labels: a
+    small model opens its line with whatever scaffold it sees (``(Situation: …``, ``Note:``)."""
+    spoken = line.strip() or "The player says nothing."
     situation = render_value(context).strip() if context is not None else ""
-    if situation:
-        parts.append(f"(Situation: {situation})")
-    if game_state and game_state.strip():
-        parts.append(f"(Game state: {game_state.strip()})")
-    return "\n".join(parts)
+    told = as_sentences([*facts, situation])
+    return "\n".join([" ".join(told), spoken]) if told else spoken
 
 
 async def run_small_model_talk(
@@ -81,12 +85,7 @@ async def run_small_model_talk(
 ) -> TalkOutcome:
     """Runs the turn on a small model; raises ``ModelError`` when it fails and no fallback
     applies. Memory the tools stage goes to the caller's draft through the tools themselves."""
-    player_line, choice, instructions, tools = (
-        said.line,
-        said.choice,
-        setup.instructions,
-        setup.tools,
-    )
+    choice, instructions, tools = said.choice, setup.instructions, setup.tools
     o, name = npc.options, npc.persona.name
     sampling = Sampling(
         temperature=LINE_TEMPERATURE if o.temperature is None else o.temperature,
@@ -101,6 +100,7 @@ async def run_small_model_talk(
         tools=tools,
         policy=talk_policy(npc, tools, choice),
         history=npc.history,
+        said=said.line,
         settings=TurnSettings(
             sampling=sampling,
             user_label="player",
@@ -110,49 +110,122 @@ async def run_small_model_talk(
         ),
     )
     with TurnScope(spec) as turn:  # the line, a retry of it and the choices after it: one turn
-        outcome, turn.result = await _written(npc, player_line, spec, peer)
+        outcome, turn.result = await _written(npc, said, spec, peer)
     return outcome
 
 
 async def _written(
-    npc: Npc, player_line: str, spec: TurnSpec, peer: TalkPeer
+    npc: Npc, said: TalkLine, spec: TurnSpec, peer: TalkPeer
 ) -> tuple[TalkOutcome, TurnResult]:
     """The turn's outcome, and the result of its last reply step (what its trace ends with)."""
-    tracker, turn_peer = peer.tracker, peer.turn_peer
+    tracker = peer.tracker
     o, name, sampling = npc.options, npc.persona.name, spec.settings.sampling
+    # a candidate line is not shown while it is written: only the line chosen stands (the
+    # tracker shows it whole), so the player never reads a line taken back
+    turn_peer = replace(peer.turn_peer, emit=_without_text(peer.emit))
     result = await run_turn(spec, turn_peer)
-    line = clean_line(result.text, name)
+    grounding = _grounding(npc, said, spec, result)
     # what the line may not copy: the NPC's own lines it can see, and its persona text
     earlier = [m.content for m in reply_messages(spec, result) if m.role == "assistant"]
     earlier.append(spec.instructions or "")
-    if line_problems(line, player_line, earlier):
-        hotter = Sampling(
-            temperature=max(RETRY_TEMPERATURE, sampling.temperature or 0.0),
-            top_p=LINE_TOP_P,
-            max_tokens=sampling.max_tokens,
-            repetition_penalty=RETRY_REPETITION_PENALTY,
-        )
-        # written again without the history: a small model copies what it can see, and its
-        # repetition penalty does not reach back into the prompt
-        spec = replace(spec, history=History())
-        result = await regenerate_reply(spec, result, hotter, turn_peer)
-        line = clean_line(result.text, name)
-        if line_problems(line, player_line, earlier):
-            return _fallback(npc, result, tracker), result
+    best = _Candidate.of(result, name, said.line, earlier, grounding)
+    for _ in range(1, MAX_CANDIDATES):
+        if best.good_enough:
+            break
+        # a refused line is written again hotter; a sane one that missed its facts as it was
+        again = _retry_sampling(sampling) if best.problems else sampling
+        if best.problems:
+            # written again without the history: a small model copies what it can see, and its
+            # repetition penalty does not reach back into the prompt
+            spec = replace(spec, history=History())
+        result = await regenerate_reply(spec, result, again, turn_peer)
+        candidate = _Candidate.of(result, name, said.line, earlier, grounding)
+        if candidate.beats(best):
+            best = candidate
+    if best.problems:
+        return _fallback(npc, best.result, tracker), best.result
+    line, result = best.line, best.result
     # the closed choices and the options read on from the reply step's own conversation (the
     # KV cache holds it; after a retry, the one without the history)
     usage = result.usage
     entries = [
         with_text(entry, line) if kind_of(entry) == RESPONSE else entry for entry in result.entries
     ]
-    said = [*reply_messages(spec, result), ChatMessage("assistant", line)]
-    emotion = await _emotion(npc, said, usage)
-    ends = o.can_end_conversation and await _ends_conversation(npc, said, usage)
-    options = await _player_options(npc, said, line, usage) if o.player_option_count else []
+    messages = [*reply_messages(spec, result), ChatMessage("assistant", line)]
+    emotion = await _emotion(npc, messages, usage)
+    ends = o.can_end_conversation and await _ends_conversation(npc, messages, usage)
+    options = await _player_options(npc, messages, line, usage) if o.player_option_count else []
     outcome = TalkOutcome(line, emotion, options, ends, list(result.records), usage)
     outcome.entries = entries
     tracker.finish(line, emotion)
     return outcome, result
+
+
+MAX_CANDIDATES = 3
+"""Lines written for one turn at most: the first that carries a fact it was given (or, when it
+was given none, the first the guard lets through) stands; else the best of them."""
+
+
+def _retry_sampling(sampling: Sampling) -> Sampling:
+    """The last try after refused lines samples hotter and penalises repeats harder."""
+    return Sampling(
+        temperature=max(RETRY_TEMPERATURE, sampling.temperature or 0.0),
+        top_p=LINE_TOP_P,
+        max_tokens=sampling.max_tokens,
+        repetition_penalty=RETRY_REPETITION_PENALTY,
+    )
+
+
+def _without_text(emit: Any) -> Any:
+    def forward(event: Any) -> None:
+        if type(event) is not TextUpdated:
+            emit(event)
+
+    return forward
+
+
+def _grounding(npc: Npc, said: TalkLine, spec: TurnSpec, result: TurnResult) -> Grounding:
+    """What this line was told: the facts placed before it and what its tools gave."""
+    tool_facts = turn_facts(result.entries)
+    facts = [*tool_facts, spec.prompt] if tool_facts else [spec.prompt]
+    asked = said.line.strip()
+    told = [fact.replace(asked, " ") for fact in facts]  # the prompt ends with the player's words
+    return Grounding(told, said.line, npc.persona.secrets)
+
+
+@dataclass
+class _Candidate:
+    """One written line and what the guard and the grounding make of it."""
+
+    line: str
+    result: TurnResult
+    problems: list[str]
+    score: float
+    expects_fact: bool
+
+    @classmethod
+    def of(
+        cls,
+        result: TurnResult,
+        name: str,
+        player_line: str,
+        earlier: list[str],
+        grounding: Grounding,
+    ) -> _Candidate:
+        line = clean_line(result.text, name)
+        problems = line_problems(line, player_line, earlier)
+        if grounding.tells_secret(line):
+            problems.append("tells a secret")
+        return cls(line, result, problems, grounding.score(line), grounding.expects_fact)
+
+    @property
+    def good_enough(self) -> bool:
+        return not self.problems and (not self.expects_fact or self.score >= 1)
+
+    def beats(self, other: _Candidate) -> bool:
+        if bool(self.problems) != bool(other.problems):
+            return not self.problems
+        return self.score > other.score
 
 
 def _fallback(npc: Npc, result: TurnResult, tracker: LineTracker) -> TalkOutcome:
@@ -197,9 +270,16 @@ async def _emotion(npc: Npc, said: list[ChatMessage], usage: TurnUsage) -> str:
     if len(emotions) == 1:
         return emotions[0]
     lifts = await lift(npc.model, said, _emotion_question(npc), npc.choice_priors, usage)
+    default = npc.persona.default_emotion
     if lifts is None:
-        return npc.persona.default_emotion
-    return emotions[max(range(len(emotions)), key=lifts.__getitem__)]
+        return default
+    # the persona's own emotion unless the line clearly lifts another one above it: a small
+    # model's lifts are noisy (a warm innkeeper came out "suspicious" nine lines in ten)
+    calibrated = [
+        value + (DEFAULT_EMOTION_LIFT if emotion == default else 0.0)
+        for emotion, value in zip(emotions, lifts, strict=True)
+    ]
+    return emotions[max(range(len(emotions)), key=calibrated.__getitem__)]
 
 
 async def _ends_conversation(npc: Npc, said: list[ChatMessage], usage: TurnUsage) -> bool:
