@@ -210,6 +210,9 @@ class TurnSpec:
     """The committed conversation; the turn sends its window (``agent.history``)."""
     schema: CompiledSchema | None = None
     settings: TurnSettings = DEFAULT_TURN_SETTINGS
+    said: str | None = None
+    """The speaker's own words when the ``prompt`` holds more (an NPC's line after the facts
+    placed before it): what a small model's tool arguments are read from (``agent.small``)."""
     carried_records: Sequence[ToolRecord] = ()
     """Tool records of an earlier failed run that the result keeps (the NPC's text retry)."""
     watch: Callable[[list[dict[str, Any]]], None] | None = None

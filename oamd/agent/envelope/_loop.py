@@ -60,6 +60,7 @@ from oamd.agent.json_reader import (
 )
 from oamd.agent.ports import TurnPeer
 from oamd.agent.small import best, channel_candidates, chat_messages, chat_window, turn_facts
+from oamd.agent.small.arguments import read_from_words
 from oamd.agent.step import PartialEmitter, StepReading, prefill_step, read_step, score_step
 from oamd.agent.tools import ToolDefinition
 from oamd.agent.turn_spec import Labels, NoToolExecutor, TurnSpec
@@ -365,6 +366,9 @@ class _EnvelopeTurn:
             self._start(TOOL_ARGUMENTS, "required", [tool.name], trimmed, attempt > 0)
             text = await self._generate(request, stop_early=True)
             found = first_value(text)
+            if isinstance(found, dict) and self.small and tool.local is None:
+                said = self.spec.prompt if self.spec.said is None else self.spec.said
+                found = read_from_words(found, tool.schema.generation, said)
             if isinstance(found, dict):
                 candidates = argument_candidates(found, tool.name)
                 arguments, problem = choose_arguments(tool.name, tool.schema, candidates)

@@ -1,0 +1,229 @@
+"""A small model's tool arguments read against the words they must come from.
+
+A model of a few hundred million parameters fills a tool's fields with whatever it last read: the
+NPC's own name for the person asked about, a parameter's description as the item, ``10`` for
+"two bowls". But the values of a lookup the player asks for are in the player's words, and an
+amount is a number the player said. So after the model has written its arguments, each field of
+the schema is read again from the speaker's words (``said``) where they hold one:
+
+- an integer or number field takes the number said (digits or a word: "two", "a dozen"), held to
+  the field's bounds, when the words say exactly one; else the model's value stands;
+- a string field with an ``enum`` takes the value whose words the speaker used most, when any;
+- a free string field keeps the model's value when the speaker used its words; else it takes the
+  span of the speaker's words that names something — a capitalised name ("Silas Crane", "Songs of
+  the Marches"), else the run of content words ("iron ingots", "cough syrup") — the one sharing
+  most with the model's value, the longest on a tie.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["read_from_words"]
+
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*|\d+")
+
+_FUNCTION_WORDS = frozenset(
+    """a an the and or but if of to in on at by for with from into about as is are was were be
+    been am do does did have has had i you he she it we they me him her us them my your his
+    its our their this that these those there here what which who whom whose when where why
+    how can could will would shall should may might must not no yes so too very just also
+    any some all much many more most please thanks thank hello hi hey again ever still now
+    then than well oh ah ok okay let i'm you're it's that's what's there's don't got get
+    like tell know need want buy sell cost costs borrow called named looking see seen heard
+    wanted sir madam friend good evening morning""".split()  # noqa: SIM905
+)
+"""Words that are never a looked-up value by themselves."""
+
+_NOT_NOUNS = _FUNCTION_WORDS
+"""What may not follow "a" for it to count as one of something."""
+
+_JOINERS = frozenset({"of", "the", "and", "de", "von", "van"})
+"""Words a capitalised name may hold between its capitalised words ("Songs of the Marches")."""
+
+_NUMBERS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a": 1, "an": 1, "single": 1,
+    "couple": 2, "pair": 2, "dozen": 12, "both": 2,
+}  # fmt: skip
+
+
+def _words(text: str) -> list[str]:
+    return _TOKEN.findall(text)
+
+
+def _stem(word: str) -> str:
+    """A noun's singular, roughly: ``horses`` → ``horse``, ``boxes`` → ``box``."""
+    w = word.lower()
+    if len(w) > 4 and w.endswith(("ches", "shes", "sses", "xes", "zes")):
+        return w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+        return w[:-1]
+    return w
+
+
+def _positioned_numbers(words: list[str]) -> list[tuple[int, int]]:
+    """``(position, number)`` of every number the words say."""
+    found = []
+    for i, word in enumerate(words):
+        lower = word.lower()
+        if lower.isdigit():
+            found.append((i, int(lower)))
+        elif lower in _NUMBERS and lower not in ("a", "an"):
+            found.append((i, _NUMBERS[lower]))
+        elif lower in ("a", "an") and i + 1 < len(words) and words[i + 1].lower() not in _NOT_NOUNS:
+            found.append((i, 1))  # "a room", "an ale": one
+    return found
+
+
+def _numbers(words: list[str]) -> list[int]:
+    return [n for _, n in _positioned_numbers(words)]
+
+
+def _named_number(words: list[str], name: str) -> tuple[int, int] | None:
+    """The number said right before the field's own noun ("two horses", "no horses" → 0), and
+    where it was said."""
+    noun = _stem(
+        re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).split()[-1].replace("_", " ").split()[-1]
+    )
+    for i in range(1, len(words)):
+        if _stem(words[i]) != noun:
+            continue
+        before = words[i - 1].lower()
+        if before in ("no", "zero", "none"):
+            return 0, i - 1
+        said = _numbers([before, words[i]])
+        if said:
+            return said[0], i - 1
+    return None
+
+
+def _number_for(words: list[str], field: dict[str, Any], current: Any, claimed: set[int]) -> Any:
+    said = [n for i, n in _positioned_numbers(words) if i not in claimed]
+    explicit = [n for n in said if n != 1] or said
+    if len(set(explicit)) != 1:
+        return current
+    value = explicit[0]
+    low, high = field.get("minimum"), field.get("maximum")
+    if isinstance(low, int | float) and value < low:
+        return current
+    if isinstance(high, int | float) and value > high:
+        return current
+    return value
+
+
+def _enum_for(words: list[str], choices: list[Any], current: Any) -> Any:
+    said = {_stem(w) for w in words if w.lower() not in _FUNCTION_WORDS}
+    best, best_shared = current, 0
+    for choice in choices:
+        if not isinstance(choice, str):
+            continue
+        shared = len({_stem(w) for w in _words(choice)} & said)
+        if shared > best_shared:
+            best, best_shared = choice, shared
+    return best
+
+
+def _capital(words: list[str], i: int) -> bool:
+    """Whether word ``i`` is part of a capitalised name: a capital opening the line may only
+    open the sentence, so it counts when it is no function word and a capital follows."""
+    word = words[i]
+    if not word[:1].isupper() or word == "I":
+        return False
+    if i > 0:
+        return True
+    return len(words) > 1 and words[1][:1].isupper() and word.lower() not in _FUNCTION_WORDS
+
+
+def _spans(words: list[str]) -> list[str]:
+    """The spans of the speaker's words that name something: capitalised names first ("Songs
+    of the Marches"), then runs of content words ("iron ingots")."""
+    names: list[str] = []
+    run: list[str] = []
+    for i in range(len(words) + 1):
+        joins = (
+            run
+            and i + 1 < len(words)
+            and words[i].lower() in _JOINERS
+            and (words[i + 1][:1].isupper() or words[i + 1].lower() in _JOINERS)
+        )
+        if i < len(words) and (_capital(words, i) or joins):
+            run.append(words[i])
+            continue
+        if run:
+            names.append(" ".join(run))
+        run = []
+    plain: list[str] = []
+    for word in [*words, ""]:
+        lower = word.lower()
+        if word and lower not in _FUNCTION_WORDS and not lower.isdigit() and lower not in _NUMBERS:
+            run.append(word)
+            continue
+        if run:
+            plain.append(" ".join(run))
+        run = []
+    return [*names, *(span for span in plain if span not in names)]
+
+
+def _content(text: str) -> set[str]:
+    return {_stem(w) for w in _words(text) if w.lower() not in _FUNCTION_WORDS}
+
+
+def _string_for(words: list[str], current: Any) -> Any:
+    said = {_stem(w) for w in words}
+    value_words = {_stem(w) for w in _words(str(current))} - {_stem(w) for w in _FUNCTION_WORDS}
+    spans = _spans(words)
+    names = [s for s in spans if s[:1].isupper()]
+    if isinstance(current, str) and value_words and value_words <= said:
+        # the model took it from the speaker's words; a name it holds with a word more is the name
+        held = [n for n in names if _content(n) <= value_words]
+        return max(held, key=len) if held and len(max(held, key=len)) < len(current) else current
+    if not spans:
+        return current
+
+    def rank(span: str) -> tuple[int, int]:
+        shared = len({_stem(w) for w in _words(span)} & value_words)
+        return shared, len(span)
+
+    # a name the speaker said comes first; among the rest, the one the model's value shares
+    pool = names or spans
+    return max(pool, key=rank)
+
+
+def read_from_words(arguments: dict[str, Any], schema: dict[str, Any], said: str) -> dict[str, Any]:
+    """``arguments`` with each field of the flat object ``schema`` read from ``said`` where the
+    words hold its value (this module's docstring); fields the words do not speak to, and
+    schemas that are not flat objects, are left as the model wrote them."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or not said.strip():
+        return arguments
+    words = _words(said)
+    required = set(schema.get("required") or ())
+    out = dict(arguments)
+    claimed: set[int] = set()
+    named: dict[str, int] = {}
+    for name, field in properties.items():
+        if isinstance(field, dict) and field.get("type") in ("integer", "number"):
+            found = _named_number(words, name)
+            if found is not None:
+                named[name] = found[0]
+                claimed.add(found[1])
+    for name, field in properties.items():
+        if not isinstance(field, dict):
+            continue
+        kind = field.get("type")
+        current = out.get(name)
+        if current is None and name not in required:
+            continue  # an optional field the model left out stays out
+        if kind in ("integer", "number"):
+            value = named[name] if name in named else _number_for(words, field, current, claimed)
+        elif kind == "string" and isinstance(field.get("enum"), list):
+            value = _enum_for(words, field["enum"], current)
+        elif kind == "string":
+            value = _string_for(words, current)
+        else:
+            continue
+        if value is not None:
+            out[name] = value
+    return out
