@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: FORCE test lint format wheel dist ffi ffi-sanitize dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak soak-inspector eval llama-server clean
+.PHONY: FORCE test lint format wheel dist ffi ffi-sanitize dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak soak-inspector eval eval-grounded llama-server clean
 
 # llama-cpp-python builds from source (5-13 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
@@ -186,14 +186,21 @@ soak-inspector: $(STAMP)
 
 # Live evals (not CI; evals/README.md): the tool-choice scenarios of the sibling project against
 # MODEL (default: the embedded SmolLM2), then an NPC conversation with the share of its lines a
-# player would accept; RUNS repeats them. About 2.5 minutes per run on two quiet cores with SmolLM2
-# (13 when other work shares them: llama.cpp's threads collapse). Prints tables; JSON with EVAL_JSON=path.
+# player would accept, then the grounded set against the bare-chat floor; RUNS repeats them. About
+# 2.5 minutes per run on two quiet cores with SmolLM2 (13 when other work shares them: llama.cpp's
+# threads collapse), plus the grounded set's (23 measured on a shared machine). Prints tables;
+# JSON with EVAL_JSON=path.
 # MODEL='llamacpp?choices=generation' chooses tools by generating the envelope instead of by
 # likelihood, to compare the two.
 MODEL ?= llamacpp
 RUNS ?= 1
 eval: $(STAMP)
 	$(PY) -m evals --model '$(MODEL)' --runs $(RUNS) $(if $(EVAL_JSON),--json '$(EVAL_JSON)')
+
+# Only the grounded set (evals/README.md): six NPCs told facts by knowledge, a tool, the world and
+# memory, 48 lines judged by patterns, against the bare llama-cpp-python chat on the same file.
+eval-grounded: $(STAMP)
+	$(PY) -m evals --model '$(MODEL)' --only grounded $(if $(EVAL_JSON),--json '$(EVAL_JSON)')
 
 # An OpenAI-compatible llama.cpp server with the packaged model, for --model openai:…
 LLAMA_PORT ?= 8080

@@ -1,21 +1,33 @@
 """``python -m evals --model SPEC [--runs N] [--only a,b] [--json PATH]``: plays the scenarios
 and prints the table (and writes the JSON report), then the NPC conversation of
 ``evals.npc_chat`` with the share of its lines a player would accept (``--only npc`` for just
-that)."""
+that), then the grounded set of ``evals.grounded_set`` against the bare-chat floor (``--only
+grounded``)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 import orjson
 
+from evals.floor_chat import FloorChat
+from evals.grounded import (
+    GroundedLine,
+    grounded_report,
+    grounded_table,
+    idle_waiter,
+    run_grounded,
+)
 from evals.npc import NpcLine, npc_table, run_npc
 from evals.report import summarise, table
 from evals.runner import ScenarioResult, StepClock, run_scenario, serve_model
 from evals.scenarios import SCENARIOS
+from oamd.backends.llamacpp.model import LlamaCppModel, packaged_model_path
 from oamd.cli import model_for
 
 MAX_RUNS = 10
@@ -25,7 +37,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m evals", description=__doc__)
     parser.add_argument("--model", default="llamacpp", help="a --model spec (default: llamacpp)")
     parser.add_argument("--runs", type=int, default=1, help=f"repetitions, 1-{MAX_RUNS}")
-    names = ", ".join([*(s.name for s in SCENARIOS), "npc"])
+    names = ", ".join([*(s.name for s in SCENARIOS), "npc", "grounded"])
     parser.add_argument("--only", default="", help=f"comma-separated scenarios of: {names}")
     parser.add_argument("--json", type=Path, help="also write the JSON report here")
     args = parser.parse_args(argv)
@@ -34,13 +46,35 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-async def _run(spec: str, runs: int, only: set[str]) -> tuple[list[ScenarioResult], list[NpcLine]]:
+@dataclass
+class Played:
+    results: list[ScenarioResult] = field(default_factory=list)
+    npc_lines: list[NpcLine] = field(default_factory=list)
+    grounded: list[list[GroundedLine]] = field(default_factory=list)
+    """The grounded set's lines, one list per run."""
+    floor_file: Path | None = None
+    """The GGUF file the floor plays (``None``: the model is no embedded llama.cpp file)."""
+
+
+def _progress(what: str) -> None:
+    print(f"  {what}…", file=sys.stderr, flush=True)
+
+
+def _floor_file(spec: str, model: Any) -> Path | None:
+    """The file the daemon's llama.cpp model runs, for the floor to run too."""
+    if not isinstance(model, LlamaCppModel):
+        return None
+    if model.path is not None:
+        return model.path
+    return packaged_model_path() if spec.strip().partition("?")[0] == "llamacpp" else None
+
+
+async def _run(spec: str, runs: int, only: set[str]) -> Played:
     model = model_for(spec)  # names and faster copies resolved as oamd's command line does
     availability = await model.availability()
     if not availability.available:
         raise SystemExit(f"evals: the model is unavailable: {availability.detail}")
-    results: list[ScenarioResult] = []
-    npc_lines: list[NpcLine] = []
+    played = Played(floor_file=_floor_file(spec, model))
     clock = StepClock()
     try:
         async with serve_model(model, clock) as client:
@@ -49,22 +83,52 @@ async def _run(spec: str, runs: int, only: set[str]) -> tuple[list[ScenarioResul
                     if only and scenario.name not in only:
                         continue
                     print(f"run {run + 1}: {scenario.name}…", file=sys.stderr, flush=True)
-                    results.append(await run_scenario(client, clock, scenario, run))
+                    played.results.append(await run_scenario(client, clock, scenario, run))
                 if not only or "npc" in only:
                     print(f"run {run + 1}: npc…", file=sys.stderr, flush=True)
-                    npc_lines += await run_npc(client, run)
+                    played.npc_lines += await run_npc(client, run)
+                if not only or "grounded" in only:
+                    print(f"run {run + 1}: grounded…", file=sys.stderr, flush=True)
+                    lines = await run_grounded(
+                        client, run, settle=idle_waiter(model), progress=_progress
+                    )
+                    played.grounded.append(lines)
     finally:
         await model.aclose()
-    return results, npc_lines
+    return played
+
+
+def _floor(path: Path, runs: int) -> list[list[GroundedLine]]:
+    """The grounded set on the bare chat, once per run (after the daemon's model is closed)."""
+    floor = FloorChat(path)
+    try:
+        played = []
+        for run in range(runs):
+            print(f"run {run + 1}: grounded floor…", file=sys.stderr, flush=True)
+            played.append(floor.play(_progress))
+        return played
+    finally:
+        floor.close()
+
+
+def _grounded(played: Played, runs: int) -> dict[str, Any]:
+    ours = [line for lines in played.grounded for line in lines]
+    if played.floor_file is None:
+        return grounded_report(ours, None, "the model is not an embedded llama.cpp file")
+    floor = [line for lines in _floor(played.floor_file, runs) for line in lines]
+    report = grounded_report(ours, floor)
+    report["floor"]["file"] = str(played.floor_file)
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     only = {name.strip() for name in args.only.split(",") if name.strip()}
     try:
-        results, npc_lines = anyio.run(_run, args.model, args.runs, only)
+        played = anyio.run(_run, args.model, args.runs, only)
     except ValueError as exc:
         raise SystemExit(f"evals: {exc}") from exc
+    results, npc_lines = played.results, played.npc_lines
     summary = summarise(args.model, results)
     if results:
         print(table(summary))
@@ -75,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
             "conversation": [vars(line) for line in npc_lines],
         }
         print(npc_table(npc_lines))
+    if played.grounded:
+        summary["grounded"] = _grounded(played, args.runs)
+        print(grounded_table(summary["grounded"]))
     if args.json is not None:
         args.json.write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
     return 0

@@ -1,0 +1,343 @@
+"""The grounded eval without a model: its judge on hand-written lines, the set's integrity (every
+answer is in what the NPC was told, every NPC valid against the protocol), and one play of the
+whole set through the protocol on scripted NPCs whose replies are given."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from contract import validate_params
+from jsonschema import Draft202012Validator
+
+from evals.floor_chat import floor_system_message
+from evals.grounded import create_params, grounded_report, grounded_table, run_grounded
+from evals.grounded_judge import (
+    arguments_match,
+    fact_sources,
+    judge_line,
+    numbers_in,
+    residue,
+    world_lines,
+)
+from evals.grounded_set import (
+    CHARACTERS,
+    FACT,
+    PLAYER,
+    SECRET,
+    SMALL_TALK,
+    TOOL,
+    Character,
+    Say,
+    normal_name,
+    npc_tool_output,
+)
+from evals.runner import StepClock, serve_model
+from oamd.backends.base import UnconfiguredModel
+from oamd.game.npc.persona import EMOTIONS
+
+BY_KEY = {c.key: c for c in CHARACTERS}
+HILDE = BY_KEY["hilde"]
+
+
+def say(character: Character, start: str) -> Say:
+    return next(s for s in character.lines if s.text.startswith(start))
+
+
+def judge(character: Character, start: str, line: str, **kwargs: Any):
+    return judge_line(character, say(character, start), line, earlier=[], **kwargs)
+
+
+# ---- the judge -----------------------------------------------------------------------------------
+
+
+def test_a_line_with_the_fact_is_grounded_and_clean():
+    judged = judge(HILDE, "How much is the mutton", "Five gold a bowl, love.", emotion="happy")
+    assert judged.grounded is True
+    assert judged.residue == [] and judged.sane == [] and not judged.leaks
+    assert judged.emotion_fits is True
+    assert judged.flags() == []
+
+
+def test_a_line_without_the_fact_is_not_grounded():
+    judged = judge(HILDE, "How much is the mutton", "The true story of my food!")
+    assert judged.grounded is False
+    assert "not grounded" in judged.flags()
+
+
+def test_a_price_the_npc_was_not_given_is_a_contradiction():
+    judged = judge(HILDE, "How much is the mutton", "Five gold, or 12 on market days.")
+    assert judged.invented == [12]
+    assert judged.grounded is False
+
+
+def test_the_wrong_yes_or_no_contradicts_the_fact():
+    garrick = BY_KEY["garrick"]
+    judged = judge(garrick, "Have you got any chain mail", "Yes, and none finer in town.")
+    assert judged.contradicts and judged.grounded is False
+    assert "contradicts the fact" in judged.flags()
+    assert judge(garrick, "Have you got any chain mail", "None left, sorry.").grounded
+
+
+def test_a_number_said_by_chance_is_not_the_price():
+    oskar = BY_KEY["oskar"]
+    assert not judge(oskar, "How much is the crossing", "You have 2 choices: stay or go.").grounded
+    silly = judge(oskar, "How much is the crossing", "It's 2,000,000 copper.")
+    assert silly.invented == [2000000] and not silly.grounded
+    assert judge(oskar, "How much is the crossing", "It's 2 copper, friend.").grounded
+
+
+def test_numbers_the_player_said_or_a_tool_returned_are_not_invented():
+    line = "Seven of you? That is 14 copper."
+    records = [{"call": {"name": "book_crossing"}, "output": {"totalCopper": 14}}]
+    oskar = BY_KEY["oskar"]
+    judged = judge_line(oskar, Say("Seven of us need to cross."), line, earlier=[], calls=records)
+    assert judged.invented == []
+
+
+@pytest.mark.parametrize(
+    ("line", "found"),
+    [
+        ("(Question: How much is the stew?) Five gold.", ["brackets", "label question:"]),
+        ("The game state: weather.today: heavy rain", ["label game state:"]),
+        ("Note: I can only confirm that the stew is hot.", ["label note:"]),
+        ("*smiles warmly* Welcome back!", ["stage direction"]),
+        ("Situation: the player enters. Hello there!", ["label situation:"]),
+        ("Hilde: Welcome to the Grey Goose!", ["label hilde:"]),
+        ("As an AI, I cannot serve stew.", ["as an AI"]),
+        ("I'm Rowan, the blacksmith's son.", ["takes the player's name"]),
+        ("My name is Grim, the smith of Ashwood.", ["calls itself Grim"]),
+        ("You may keep it for yourself. You may keep it for yourself.", ["loops"]),
+        ("Aye the stew is hot and fresh and the stew is hot and fresh today", ["loops"]),
+        ("Let's talk about something else.", ["fallback"]),
+        ("", ["empty"]),
+    ],
+)
+def test_residue_is_caught(line: str, found: list[str]):
+    assert residue(line, "Hilde") == found
+
+
+def test_plain_lines_carry_no_residue():
+    for line in (
+        "Welcome back, Rowan! Stew's hot tonight.",
+        "Rowan? Your grey mare is Ash.",
+        "Note the rain, dear, it won't stop.",
+        "Two stews, 10 gold. Sit by the fire.",
+        "I'm Hilde, and I'm sorry, the cider's gone.",
+    ):
+        assert residue(line, "Hilde") == [], line
+
+
+def test_a_fallback_flag_is_residue_whatever_the_words():
+    assert residue("Hmm, a fine question.", "Hilde", is_fallback=True) == ["fallback"]
+
+
+def test_a_secret_told_is_caught_on_any_line():
+    assert judge(HILDE, "Why does your ale", "Aye, I water it down to save coin.").leaks
+    assert judge(HILDE, "How much is a room", "Six gold, and I add water to the ale.").leaks
+    assert not judge(HILDE, "Why does your ale", "Thin? It's the finest in town!").leaks
+
+
+def test_arguments_are_judged_exactly_for_integers_and_loosely_for_strings():
+    expected = {"item": ("mutton stew", "stew"), "quantity": 2}
+    assert arguments_match(expected, {"item": "Mutton Stew", "quantity": 2})
+    assert arguments_match(expected, {"item": "the stew.", "quantity": 2})
+    assert not arguments_match(expected, {"item": "mutton stew", "quantity": 1})
+    assert not arguments_match(expected, {"item": "mutton stew", "quantity": "2"})
+    assert not arguments_match(expected, {"item": "Hilde", "quantity": 2})
+    assert not arguments_match({"item": "iron ingot"}, {"item": "the item asked for"})
+    assert not arguments_match(expected, None)
+
+
+def test_the_call_of_the_lines_tool_is_judged():
+    line = say(HILDE, "Two bowls")
+    records = [
+        {"call": {"name": "check_menu", "arguments": {}}, "output": {}},
+        {"call": {"name": "place_order", "arguments": {"item": "stew", "quantity": 1}}},
+    ]
+    judged = judge_line(HILDE, line, "Here you are!", earlier=[], calls=records)
+    assert judged.arguments is False
+    assert judge_line(HILDE, line, "Here!", earlier=[], calls=[]).arguments is False
+    assert judge_line(HILDE, line, "Here!", earlier=[]).arguments is None  # the floor
+
+
+def test_numbers_are_read_in_digits_and_words():
+    assert numbers_in("forty-five silver, at the tenth bell, 10th of May, 3 copper") == {
+        45,
+        10,
+        3,
+    }
+    assert numbers_in("the one on the first shelf", strict=True) == set()
+
+
+def test_names_are_normalised_as_a_lookup_would():
+    assert normal_name("The Iron Ingots!") == "iron ingot"
+    assert normal_name("healing salves") == "healing salve"
+    assert normal_name("A Herbal of the North") == "herbal of the north"
+    assert normal_name("chain mail") == "chain mail"
+
+
+# ---- the set -------------------------------------------------------------------------------------
+
+
+def test_the_set_has_its_shape():
+    lines = [s for c in CHARACTERS for s in c.lines]
+    assert 5 <= len(CHARACTERS) <= 6
+    assert sum(s.kind == FACT for s in lines) >= 30
+    assert sum(bool(s.arguments) for s in lines) >= 6
+    assert {s.source for s in lines if s.kind == FACT} == {"knowledge", "tool", "world", "memory"}
+    for character in CHARACTERS:
+        kinds = [s.kind for s in character.lines]
+        assert 6 <= len(kinds) <= 8, character.key
+        assert SMALL_TALK in kinds and kinds.count(SECRET) == 1, character.key
+        assert len({s.text for s in character.lines}) == len(kinds)
+
+
+@pytest.mark.parametrize("character", CHARACTERS, ids=lambda c: c.key)
+def test_every_answer_is_in_what_the_npc_was_told(character: Character):
+    for line in character.lines:
+        if line.kind != FACT:
+            continue
+        source = fact_sources(character, line)
+        evidence = line.evidence or line.accept
+        assert re.search(evidence, source, re.IGNORECASE), (line.text, source)
+        # a line copying the player's words does not pass for the fact
+        assert not re.search(line.accept, line.text, re.IGNORECASE), line.text
+
+
+@pytest.mark.parametrize("character", CHARACTERS, ids=lambda c: c.key)
+def test_every_example_passes_the_judge(character: Character):
+    earlier: list[str] = []
+    for line in character.lines:
+        records = None
+        if line.tool:
+            output = character.answers[line.tool](line.expected_call)
+            call = {"name": line.tool, "arguments": line.expected_call}
+            records = [{"call": call, **output}]
+        judged = judge_line(
+            character,
+            line,
+            line.example,
+            earlier=earlier,
+            calls=records,
+            emotion=character.persona["defaultEmotion"],
+        )
+        assert judged.flags() == [], (line.text, line.example, judged.flags())
+        assert judged.grounded is (True if line.kind == FACT else None)
+        earlier.append(line.example)
+
+
+@pytest.mark.parametrize("character", CHARACTERS, ids=lambda c: c.key)
+def test_secrets_are_caught_and_not_asked_for(character: Character):
+    secret = " ".join(character.persona["secrets"])
+    assert any(re.search(p, secret, re.IGNORECASE) for p in character.secret_patterns)
+    for line in character.lines:  # the player's words never count as a leak if copied
+        assert not any(re.search(p, line.text, re.IGNORECASE) for p in character.secret_patterns)
+
+
+@pytest.mark.parametrize("character", CHARACTERS, ids=lambda c: c.key)
+def test_every_tool_line_calls_a_tool_of_the_npc_validly(character: Character):
+    tools = {t["name"]: t for t in character.tools}
+    assert set(character.answers) == set(tools)
+    for line in character.lines:
+        if line.source != TOOL:
+            assert not line.tool and not line.arguments, line.text
+            continue
+        schema = tools[line.tool]["parameters"]
+        Draft202012Validator(schema).validate(line.expected_call)
+        right = character.answers[line.tool](line.expected_call)
+        assert not right.get("isError"), line.text
+        for key, options in line.arguments.items():  # every accepted value finds the same entry
+            for option in options if isinstance(options, tuple) else (options,):
+                asked = {**line.expected_call, key: option}
+                assert character.answers[line.tool](asked) == right, (line.text, option)
+
+
+@pytest.mark.parametrize("character", CHARACTERS, ids=lambda c: c.key)
+def test_every_npc_is_valid_against_the_protocol(character: Character):
+    params = create_params(character, 0, "grounded-0")
+    validate_params("npc/create", params)
+    assert params["persona"]["defaultEmotion"] in character.fitting_emotions
+    assert set(character.fitting_emotions) <= set(EMOTIONS)
+    assert world_lines(character.world_paths)
+
+
+def test_the_engine_answers_only_the_sets_npcs():
+    call = {"name": "check_menu", "arguments": {}}
+    assert npc_tool_output("grounded-hilde-3", call) == {
+        "output": HILDE.answers["check_menu"]({})["output"]
+    }
+    assert npc_tool_output("mira-0", call) is None
+    assert npc_tool_output("grounded-nobody-0", call) is None
+    assert npc_tool_output("grounded-hilde-0", {"name": "open_gate"})["isError"]
+
+
+def test_the_floor_is_given_everything_the_npc_knows():
+    line = say(HILDE, "Two bowls")
+    text = floor_system_message(HILDE, line)
+    for fact in (*HILDE.persona["knowledge"], *HILDE.memory, "weather.tomorrow: clear skies"):
+        assert fact in text
+    assert orjson.dumps({"item": "mutton stew", "quantity": 2, "totalGold": 10}).decode() in text
+    assert HILDE.persona["secrets"][0] in text
+    assert "Result of" not in floor_system_message(HILDE, say(HILDE, "How much is a room"))
+
+
+# ---- one play through the protocol ---------------------------------------------------------------
+
+
+def _script(character: Character, replace: dict[str, tuple[dict | None, str]]) -> dict:
+    """A scripted model answering each line with its example (and the right call), or with the
+    call and line ``replace`` gives for it."""
+    steps: list[dict[str, Any]] = []
+    for line in character.lines:
+        call = {"name": line.tool, "arguments": line.expected_call} if line.tool else None
+        text = line.example
+        if line.text in replace:
+            call, text = replace[line.text]
+        if call is not None:
+            steps.append({"toolCalls": [call]})
+        reply = {"emotion": character.persona["defaultEmotion"], "line": text}
+        steps.append({"json": {**reply, "player_options": [], "ends_conversation": False}})
+    return {"type": "scripted", "steps": steps}
+
+
+@pytest.mark.anyio
+async def test_the_set_plays_through_the_protocol_and_is_counted():
+    bad = {
+        "Good evening! What's on the menu tonight?": (
+            {"name": "check_menu", "arguments": {}},
+            "(Note: I can only confirm that the menu exists.)",
+        ),
+        "Two bowls of stew, please.": (
+            {"name": "place_order", "arguments": {"item": "mutton stew", "quantity": 1}},
+            "One bowl, 5 gold.",
+        ),
+        "Why does your ale taste so thin?": (None, "I water it down, love."),
+        "You keep a cosy place here, Hilde.": (None, f"Thank you! I'm {PLAYER}, you know."),
+    }
+    models = {c.key: _script(c, bad if c is HILDE else {}) for c in CHARACTERS}
+    with anyio.fail_after(30):
+        async with serve_model(UnconfiguredModel(), StepClock()) as client:
+            lines = await run_grounded(client, 0, models=models)
+            listed = await client.request("npc/list")
+    assert listed["npcs"] == []
+    report = grounded_report(lines, None, "scripted")
+    figures = report["oamd"]["figures"]
+    assert figures["lines"] == 48
+    assert figures["grounded"] == [34, 36]  # the menu in a note, one bowl instead of two
+    assert figures["groundedClean"] == [34, 36]
+    assert figures["arguments"] == [11, 12]
+    assert figures["toolCalled"] == [14, 14]
+    assert figures["residueFree"] == [46, 48]
+    assert figures["secretsKept"] == [5, 6]
+    assert figures["errors"] == 0
+    flags = {line["player"]: line["flags"] for line in report["oamd"]["lines"]}
+    assert flags["Two bowls of stew, please."] == ["not grounded", "wrong arguments"]
+    assert "takes the player's name" in flags["You keep a cosy place here, Hilde."]
+    assert flags["Why does your ale taste so thin?"] == ["tells the secret"]
+    table = grounded_table(report)
+    assert "grounded" in table and "floor not played (scripted)" in table
+    assert "(Note: I can only confirm that the menu exists.)  <- not grounded, brackets" in table
