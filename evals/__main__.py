@@ -40,6 +40,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     names = ", ".join([*(s.name for s in SCENARIOS), "npc", "grounded"])
     parser.add_argument("--only", default="", help=f"comma-separated scenarios of: {names}")
     parser.add_argument("--json", type=Path, help="also write the JSON report here")
+    parser.add_argument(
+        "--no-floor", action="store_true", help="play the grounded set without its bare-chat floor"
+    )
     args = parser.parse_args(argv)
     if not 1 <= args.runs <= MAX_RUNS:
         parser.error(f"--runs must be 1-{MAX_RUNS}")
@@ -111,8 +114,10 @@ def _floor(path: Path, runs: int) -> list[list[GroundedLine]]:
         floor.close()
 
 
-def _grounded(played: Played, runs: int) -> dict[str, Any]:
+def _grounded(played: Played, runs: int, floor: bool = True) -> dict[str, Any]:
     ours = [line for lines in played.grounded for line in lines]
+    if not floor:
+        return grounded_report(ours, None, "not played (--no-floor)")
     if played.floor_file is None:
         return grounded_report(ours, None, "the model is not an embedded llama.cpp file")
     floor = [line for lines in _floor(played.floor_file, runs) for line in lines]
@@ -140,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(npc_table(npc_lines))
     if played.grounded:
-        summary["grounded"] = _grounded(played, args.runs)
+        summary["grounded"] = _grounded(played, args.runs, floor=not args.no_floor)
         print(grounded_table(summary["grounded"]))
     if args.json is not None:
         args.json.write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))

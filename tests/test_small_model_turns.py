@@ -408,3 +408,101 @@ def test_the_copy_check_reads_a_bounded_part_of_each_text():
     assert time.process_time() - started < 1.0  # was quadratic in the whole text
     assert line_problems("You are Mira the innkeeper.", "Hello", [persona]) == ["repeats itself"]
     assert MAX_COMPARED_WORDS >= 100
+
+
+# ---- grounded lines (issue 34): facts before the line, candidates, arguments from the words ----
+
+INNKEEPER = {
+    **PERSONA,
+    "knowledge": ["A room costs 6 gold a night.", "The stable boy is called Pip."],
+    "secrets": ["You water down the ale."],
+    "defaultEmotion": "happy",
+}
+
+
+async def test_the_facts_that_bear_on_a_line_come_right_before_it_and_only_those():
+    model = SmallModel()
+    model.replies = {"respond": ["Six gold a night, love."]}
+    (result,) = await talk(
+        model,
+        ["How much is a room for the night?"],
+        persona=INNKEEPER,
+        options={"playerOptionCount": 0},
+    )
+    reply = next(r for r in model.requests if r.kind == "respond")
+    system, user = reply.messages[0].content, reply.messages[-1].content
+    assert user == "A room costs 6 gold a night.\nHow much is a room for the night?"
+    assert "Pip" not in system and "Pip" not in user  # a fact that does not bear on it stays out
+    assert "water" not in system  # a guarded secret is never shown to a small model
+    assert result["line"] == "Six gold a night, love."
+
+
+async def test_a_line_missing_its_fact_is_written_again_and_the_one_carrying_it_stands():
+    model = SmallModel()
+    model.replies = {"respond": ["Welcome to my inn, traveller!", "It is 6 gold a night."]}
+    (result,) = await talk(
+        model, ["How much is a room?"], persona=INNKEEPER, options={"playerOptionCount": 0}
+    )
+    assert result["line"] == "It is 6 gold a night." and result["isFallback"] is False
+    first, second = [r for r in model.requests if r.kind == "respond"]
+    # a sane line that missed its fact is written again as it was, not hotter
+    assert second.sampling.temperature == first.sampling.temperature
+
+
+async def test_a_line_telling_a_kept_secret_never_stands():
+    model = SmallModel()
+    model.replies = {"respond": ["I water down the ale, you know.", "Our ale is the finest."]}
+    (result,) = await talk(
+        model, ["Why is the ale so thin?"], persona=INNKEEPER, options={"playerOptionCount": 0}
+    )
+    assert result["line"] == "Our ale is the finest."
+
+
+async def test_a_streamed_small_model_line_shows_only_the_line_that_stands():
+    model = SmallModel()
+    model.replies = {"respond": ["What's on the menu?", "We have stew tonight."]}
+    async with memory_daemon(default_config(model), tool_handler=tools_reply) as client:
+        with anyio.fail_after(10):
+            await client.request("npc/create", {"npc": "mira", "persona": PERSONA})
+            result = await client.request(
+                "npc/talk", {"npc": "mira", "line": "What's on the menu?", "stream": True}
+            )
+    notes = client.recorder.notifications
+    events = [n["params"]["event"] for n in notes if n["method"] == "npc/event"]
+    lines = [e for e in events if e["type"] in ("lineDelta", "lineReset")]
+    assert lines == [{"type": "lineDelta", "delta": "We have stew tonight."}]
+    assert result["line"] == "We have stew tonight."
+
+
+async def test_a_tools_arguments_are_read_from_the_players_words():
+    model = SmallModel(wants("order"))
+    order = {
+        "name": "place_order",
+        "description": "Place an order the guest asks for.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "item": {"type": "string", "enum": ["mutton stew", "dark ale"]},
+                "quantity": {"type": "integer", "minimum": 1, "maximum": 10},
+            },
+            "required": ["item", "quantity"],
+        },
+    }
+    model.replies = {
+        "toolArguments": ['{"item": "dark ale", "quantity": 1}'],
+        "respond": ["Two stews, coming up!"],
+    }
+    (result,) = await talk(
+        model, ["Two bowls of stew, please."], tools=[order], options={"playerOptionCount": 0}
+    )
+    assert result["toolCalls"][0]["call"]["arguments"] == {"item": "mutton stew", "quantity": 2}
+
+
+async def test_the_personas_emotion_stands_unless_the_line_clearly_lifts_another():
+    def slightly_angry(candidate: ScoredText) -> float:
+        return 0.5 if answer(candidate) == "angry" else 0.0  # a small lift, below the head start
+
+    model = SmallModel(slightly_angry)
+    model.replies = {"respond": ["Welcome in!"]}
+    (result,) = await talk(model, ["Hello!"], persona=INNKEEPER, options={"playerOptionCount": 0})
+    assert result["emotion"] == "happy"

@@ -62,8 +62,16 @@ def stem(word: str) -> str:
 
 
 def content_words(text: str) -> set[str]:
-    """The stems of ``text``'s words that carry meaning (numbers included)."""
-    return {stem(w) for w in _WORD.findall(text) if w.lower() not in STOP_WORDS}
+    """The stems of ``text``'s words that carry meaning, a number word as its digits ("six" and
+    "6" are one value)."""
+    out = set()
+    for word in _WORD.findall(text):
+        lower = word.lower()
+        if lower in _NUMBER_WORDS and lower not in ("a", "an", "single", "couple", "pair"):
+            out.add(str(_NUMBER_WORDS[lower]))
+        elif lower not in STOP_WORDS:
+            out.add(stem(word))
+    return out
 
 
 def numbers_in(text: str) -> set[int]:
