@@ -506,3 +506,19 @@ async def test_the_personas_emotion_stands_unless_the_line_clearly_lifts_another
     model.replies = {"respond": ["Welcome in!"]}
     (result,) = await talk(model, ["Hello!"], persona=INNKEEPER, options={"playerOptionCount": 0})
     assert result["emotion"] == "happy"
+
+
+@pytest.mark.parametrize(
+    "residue",
+    [
+        "(Game state: herbs.moonpetalBlooms: next week",
+        "Note: I can only confirm that the stew is hot.",
+        '(Read-in: "What are you asking?" - I\'m an innkeeper.',
+        "I'm Rowan, the blacksmith's son.",
+    ],
+)
+async def test_the_prompts_scaffolding_or_another_name_in_a_line_never_stands(residue: str):
+    model = SmallModel()
+    model.replies = {"respond": [residue, "Stew is five gold tonight."]}
+    (result,) = await talk(model, ["What's good tonight?"], options={"playerOptionCount": 0})
+    assert result["line"] == "Stew is five gold tonight."

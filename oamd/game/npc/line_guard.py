@@ -24,6 +24,7 @@ __all__ = [
     "clean_line",
     "line_problems",
     "strip_stage_directions",
+    "takes_another_name",
     "words",
 ]
 
@@ -35,11 +36,18 @@ COPIED_RUN_WORDS = 6
 forward to your choice: two slices of bread…" came back in four lines out of ten)."""
 
 RESIDUE = re.compile(
-    r"[{}<>]|\b(?:emotion|player_options|ends_conversation|line)\s*[:=]|\"\w+\"\s*:|"
-    r"^\s*(?:user|player|assistant|system)\s*:",
+    r"[{}<>\[\]()]|\b(?:emotion|player_options|ends_conversation|line)\s*[:=]|\"\w+\"\s*:|"
+    r"^\s*(?:user|player|assistant|system)\s*:|"
+    r"\b(?:situation|game state|question|answer|note|facts?|read-in|context|instructions?)\s*:",
     re.IGNORECASE | re.MULTILINE,
 )
-"""Signs of a format in a line: braces, field names, role labels, template tokens."""
+"""Signs of a format in a line: braces, brackets and parentheses (a stage direction is removed
+before the check; what is left is an unclosed one or the prompt's own scaffolding), field names,
+role labels, template tokens, the labels of a prompt (``Note:``, ``Game state:``)."""
+
+_SELF_NAMED = re.compile(r"\b(?:I'm|I am|my name is|they call me)\s+([A-Z][a-z]+)")
+
+_LEADING_JUNK = re.compile(r"^[\s.,;:!?\-–—'\"]+(?=\w)")
 
 MIN_LINE_LETTERS = 5
 """Letters a spoken line has at least: a small model's sampled line now and then stops after a
@@ -75,10 +83,19 @@ def strip_stage_directions(text: str) -> str:
 
 
 def clean_line(text: str, speaker: str) -> str:
-    """The words spoken: the first line only, a speaker label, stage directions and wrapping
-    quotes gone."""
+    """The words spoken: the first line only, a speaker label, stage directions, wrapping quotes
+    and leading punctuation (``. "Welcome``) gone."""
     line = spoken_line(text.split("\n", 1)[0], speaker)
-    return spoken_line(strip_stage_directions(line), speaker)
+    line = spoken_line(strip_stage_directions(line), speaker)
+    cleaned = _LEADING_JUNK.sub("", line)
+    return spoken_line(cleaned, speaker) if cleaned != line else line
+
+
+def takes_another_name(line: str, speaker: str) -> bool:
+    """Whether the line has the speaker call itself by a name not its own ("I'm Grim, the
+    blacksmith" from Garrick; a small model also takes the player's name for its own)."""
+    own = {part.lower() for part in re.findall(r"[A-Za-z]+", speaker)}
+    return any(m.group(1).lower() not in own for m in _SELF_NAMED.finditer(line))
 
 
 def _subsequence(a: list[str], b: list[str]) -> int:
@@ -117,7 +134,9 @@ def copies(line: str, other: str) -> bool:
     return _longest_run(a, b) >= COPIED_RUN_WORDS
 
 
-def line_problems(line: str, player_line: str, earlier_lines: list[str]) -> list[str]:
+def line_problems(
+    line: str, player_line: str, earlier_lines: list[str], speaker: str = ""
+) -> list[str]:
     """Why ``line`` must not be spoken (nothing when it may be)."""
     if not words(line):
         return ["empty"]
@@ -132,4 +151,6 @@ def line_problems(line: str, player_line: str, earlier_lines: list[str]) -> list
         problems.append("copies the player")
     if any(copies(line, earlier) for earlier in earlier_lines if earlier.strip()):
         problems.append("repeats itself")
+    if speaker and takes_another_name(line, speaker):
+        problems.append("takes another name")
     return problems

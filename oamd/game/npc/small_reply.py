@@ -213,7 +213,7 @@ class _Candidate:
         grounding: Grounding,
     ) -> _Candidate:
         line = clean_line(result.text, name)
-        problems = line_problems(line, player_line, earlier)
+        problems = line_problems(line, player_line, earlier, name)
         if grounding.tells_secret(line):
             problems.append("tells a secret")
         return cls(line, result, problems, grounding.score(line), grounding.expects_fact)
