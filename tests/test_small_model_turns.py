@@ -121,7 +121,7 @@ def wants(tool_words: str) -> Callable[[ScoredText], float]:
             return 1.0 if tool_words in text else 0.0
         bias = {"surprised": 3.0, "yes": 3.0}.get(answer(candidate), 0.0)
         if answer(candidate) == "happy" and "gold" in said(candidate):
-            return bias + 2.0
+            return bias + 4.0  # clearly above the persona's default emotion's head start
         if answer(candidate) == "yes" and "Goodbye" in said(candidate):
             return bias + 2.0
         return bias
@@ -145,9 +145,9 @@ async def test_an_npc_line_is_free_text_with_the_tools_facts_and_its_emotion_cho
     decides = [group for group in model.scored if "wants this" in last_user(group[0])]
     assert len(decides) == 1
     reply = next(r for r in model.requests if r.kind == "respond")
-    # plain chat: a short prose persona, the player's words, then the fact in plain words
+    # plain chat: a short prose persona, the fact in plain words, then the player's words last
     assert reply.messages[0].content.startswith("You are Mira, the innkeeper.")
-    assert reply.messages[-1].content == "What's on the menu?\nYou looked it up: stew 5, ale 3."
+    assert reply.messages[-1].content == "You looked it up: stew 5, ale 3.\nWhat's on the menu?"
     assert reply.schema is None and reply.stop == ("\n",)
     assert "{" not in reply.messages[0].content
 

@@ -89,8 +89,10 @@ def fact_line(name: str, arguments: dict[str, Any], output: ToolOutput) -> str:
 
 
 def user_text(prompt: str, facts: Sequence[str]) -> str:
-    """A turn's user message: the prompt, then the facts its tools gave."""
-    return "\n".join([prompt.strip(), *facts]).strip()
+    """A turn's user message: the facts its tools gave, then the prompt — what the reply
+    answers comes last, and a small model continues whatever comes last (after a fact line it
+    wrote "You look it up, Hilde: …")."""
+    return "\n".join([*facts, prompt.strip()]).strip()
 
 
 def turn_facts(entries: Sequence[dict[str, Any]]) -> list[str]:

@@ -38,7 +38,8 @@ forward to your choice: two slices of bread…" came back in four lines out of t
 RESIDUE = re.compile(
     r"[{}<>\[\]()]|\b(?:emotion|player_options|ends_conversation|line)\s*[:=]|\"\w+\"\s*:|"
     r"^\s*(?:user|player|assistant|system)\s*:|"
-    r"\b(?:situation|game state|question|answer|note|facts?|read-in|context|instructions?)\s*:",
+    r"\b(?:situation|game state|question|answer|note|facts?|read-in|context|instructions?)\s*:|"
+    r"\w:\s*[\"“]",
     re.IGNORECASE | re.MULTILINE,
 )
 """Signs of a format in a line: braces, brackets and parentheses (a stage direction is removed

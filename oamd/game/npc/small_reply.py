@@ -25,7 +25,7 @@ from oamd.agent.envelope import regenerate_reply
 from oamd.agent.events import TextUpdated, TurnResult, TurnUsage
 from oamd.agent.history import History
 from oamd.agent.run_turn import run_turn
-from oamd.agent.small import NEUTRAL_EXCHANGE, Question, lift, reply_messages, turn_facts
+from oamd.agent.small import NEUTRAL_EXCHANGE, Question, lift, reply_messages
 from oamd.agent.step import StepReading, read_step, stop_at
 from oamd.agent.trace import TurnScope
 from oamd.agent.turn_spec import TurnSettings, TurnSpec
@@ -59,10 +59,11 @@ RETRY_TEMPERATURE = 0.95
 RETRY_REPETITION_PENALTY = 1.4
 """The one retry of a refused line samples hotter and penalises repeats harder."""
 
-DEFAULT_EMOTION_LIFT = 1.5
+DEFAULT_EMOTION_LIFT = 3.0
 """The head start (in nats of lift) the persona's ``defaultEmotion`` has over the others when
-the emotion of a line is chosen: another wins only when the line makes it e^1.5 ≈ 4.5 times
-likelier than the neutral exchange does, beyond what it does for the default."""
+the emotion of a line is chosen: another wins only when the line makes it e^3 ≈ 20 times
+likelier than the neutral exchange does, beyond what it does for the default (at 1.5 the
+grounded set's warm innkeeper was still "suspicious" in most lines)."""
 
 OPTION_MAX_TOKENS = 10
 """Output cap per player option (the options are written in one step, as a numbered list)."""
@@ -185,12 +186,26 @@ def _without_text(emit: Any) -> Any:
 
 
 def _grounding(npc: Npc, said: TalkLine, spec: TurnSpec, result: TurnResult) -> Grounding:
-    """What this line was told: the facts placed before it and what its tools gave."""
-    tool_facts = turn_facts(result.entries)
-    facts = [*tool_facts, spec.prompt] if tool_facts else [spec.prompt]
-    asked = said.line.strip()
-    told = [fact.replace(asked, " ") for fact in facts]  # the prompt ends with the player's words
-    return Grounding(told, said.line, npc.persona.secrets)
+    """What this line was told: the facts placed before it (the prompt less the player's own
+    words, which end it) and the values its tools gave (not their field names)."""
+    facts = [spec.prompt.replace(said.line.strip(), " ")]
+    for record in result.records:
+        if not record.output.is_error:
+            facts.append(" ".join(_leaves(record.output.value)))
+    return Grounding(facts, said.line, npc.persona.secrets)
+
+
+def _leaves(value: Any) -> list[str]:
+    """The scalar values of a tool's output, as text: what a line answering from it says."""
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)] + [
+            str(key) for key, item in value.items() if isinstance(item, int | float)
+        ]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaves(item)]
+    if isinstance(value, bool) or value is None:
+        return []
+    return [str(value)]
 
 
 @dataclass
