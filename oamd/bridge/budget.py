@@ -23,7 +23,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from oamd.agent.footprint import json_size
-from oamd.agent.queue import Scheduled
 from oamd.errors import LimitReached
 
 __all__ = ["Budget", "Part", "params_size"]
@@ -97,6 +96,10 @@ class _Held:
     __slots__ = ("_budget", "_queued", "_size", "_withdrawn", "_work")
 
     def __init__(self, budget: Budget, size: int, work: Callable[[], Awaitable[Any]]) -> None:
+        # here, not at the top: the budget is made before ``initialize`` is answered, which
+        # must not wait for the event loop's libraries (``agent.queue`` imports anyio)
+        from oamd.agent.queue import Scheduled
+
         self._budget, self._size, self._work = budget, size, work
         self._queued = work if isinstance(work, Scheduled) else None
         self._withdrawn = False
