@@ -19,7 +19,6 @@ from dataclasses import dataclass
 __all__ = [
     "Grounding",
     "content_words",
-    "number_words",
     "numbers_in",
     "relevant_facts",
     "stem",
@@ -83,18 +82,6 @@ def numbers_in(text: str) -> set[int]:
         elif word in _NUMBER_WORDS and word not in ("a", "an"):
             found.add(_NUMBER_WORDS[word])
     return found
-
-
-def number_words(text: str) -> list[int]:
-    """The numbers of ``text`` in order, ``a``/``an`` before a noun counting as one (for a
-    quantity: "two bowls", "a room", "3 salves")."""
-    out: list[int] = []
-    for word in _WORD.findall(text.lower()):
-        if word.isdigit():
-            out.append(int(word))
-        elif word in _NUMBER_WORDS:
-            out.append(_NUMBER_WORDS[word])
-    return out
 
 
 def _overlap(fact: str, asked: set[str], amount: bool) -> float:
