@@ -522,3 +522,11 @@ async def test_the_prompts_scaffolding_or_another_name_in_a_line_never_stands(re
     model.replies = {"respond": [residue, "Stew is five gold tonight."]}
     (result,) = await talk(model, ["What's good tonight?"], options={"playerOptionCount": 0})
     assert result["line"] == "Stew is five gold tonight."
+
+
+async def test_a_silent_player_gets_a_line_and_no_fact_is_read_from_nothing():
+    model = SmallModel()
+    model.replies = {"respond": ["Lost for words, traveller?"]}
+    (result,) = await talk(model, [""], persona=INNKEEPER, options={"playerOptionCount": 0})
+    assert result["line"] == "Lost for words, traveller?" and result["isFallback"] is False
+    assert len([r for r in model.requests if r.kind == "respond"]) == 1

@@ -75,10 +75,15 @@ def small_model_prompt(line: str, context: Any, facts: list[str]) -> str:
     """The user message of a turn: the facts that bear on this line and the situation, in plain
     sentences, then the player's words last — what the reply answers. No brackets or labels: a
     small model opens its line with whatever scaffold it sees (``(Situation: …``, ``Note:``)."""
-    spoken = line.strip() or "The player says nothing."
+    spoken = _spoken(line)
     situation = render_value(context).strip() if context is not None else ""
     told = as_sentences([*facts, situation])
     return "\n".join([" ".join(told), spoken]) if told else spoken
+
+
+def _spoken(line: str) -> str:
+    """The player's words as the prompt ends with them."""
+    return line.strip() or "The player says nothing."
 
 
 async def run_small_model_talk(
@@ -188,7 +193,9 @@ def _without_text(emit: Any) -> Any:
 def _grounding(npc: Npc, said: TalkLine, spec: TurnSpec, result: TurnResult) -> Grounding:
     """What this line was told: the facts placed before it (the prompt less the player's own
     words, which end it) and the values its tools gave (not their field names)."""
-    facts = [spec.prompt.replace(said.line.strip(), " ")]
+    spoken = _spoken(said.line)
+    told = spec.prompt[: -len(spoken)] if spec.prompt.endswith(spoken) else spec.prompt
+    facts = [told]
     for record in result.records:
         if not record.output.is_error:
             facts.append(" ".join(_leaves(record.output.value)))
