@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from oamd.agent.small.words import NUMBER_WORDS
+
 __all__ = ["read_from_words"]
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*|\d+")
@@ -36,17 +38,8 @@ _FUNCTION_WORDS = frozenset(
 )
 """Words that are never a looked-up value by themselves."""
 
-_NOT_NOUNS = _FUNCTION_WORDS
-"""What may not follow "a" for it to count as one of something."""
-
 _JOINERS = frozenset({"of", "the", "and", "de", "von", "van"})
 """Words a capitalised name may hold between its capitalised words ("Songs of the Marches")."""
-
-_NUMBERS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a": 1, "an": 1, "single": 1,
-    "couple": 2, "pair": 2, "dozen": 12, "both": 2,
-}  # fmt: skip
 
 
 def _words(text: str) -> list[str]:
@@ -70,9 +63,13 @@ def _positioned_numbers(words: list[str]) -> list[tuple[int, int]]:
         lower = word.lower()
         if lower.isdigit():
             found.append((i, int(lower)))
-        elif lower in _NUMBERS and lower not in ("a", "an"):
-            found.append((i, _NUMBERS[lower]))
-        elif lower in ("a", "an") and i + 1 < len(words) and words[i + 1].lower() not in _NOT_NOUNS:
+        elif lower in NUMBER_WORDS and lower not in ("a", "an"):
+            found.append((i, NUMBER_WORDS[lower]))
+        elif (
+            lower in ("a", "an")
+            and i + 1 < len(words)
+            and words[i + 1].lower() not in _FUNCTION_WORDS
+        ):
             found.append((i, 1))  # "a room", "an ale": one
     return found
 
@@ -157,7 +154,12 @@ def _spans(words: list[str]) -> list[str]:
     plain: list[str] = []
     for word in [*words, ""]:
         lower = word.lower()
-        if word and lower not in _FUNCTION_WORDS and not lower.isdigit() and lower not in _NUMBERS:
+        if (
+            word
+            and lower not in _FUNCTION_WORDS
+            and not lower.isdigit()
+            and lower not in NUMBER_WORDS
+        ):
             run.append(word)
             continue
         if run:

@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from oamd.agent.small.words import NUMBER_WORDS
+
 __all__ = [
     "Grounding",
     "content_words",
@@ -40,12 +42,8 @@ STOP_WORDS = frozenset(
     got get like tell know""".split()  # noqa: SIM905
 )
 
-_NUMBER_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
-    "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100, "a": 1, "an": 1, "single": 1,
-    "couple": 2, "pair": 2, "dozen": 12,
-}  # fmt: skip
+_NO_AMOUNT = frozenset({"a", "an", "single", "couple", "pair", "both"})
+"""Number words that are no value of a fact by themselves ("a room", "both of them")."""
 
 _ASKS_AMOUNT = frozenset({"much", "cost", "costs", "price", "owe", "pay", "charge", "fee", "fine"})
 """Words of a question whose answer is an amount: a fact with a number then matches it."""
@@ -66,8 +64,8 @@ def content_words(text: str) -> set[str]:
     out = set()
     for word in _WORD.findall(text):
         lower = word.lower()
-        if lower in _NUMBER_WORDS and lower not in ("a", "an", "single", "couple", "pair"):
-            out.add(str(_NUMBER_WORDS[lower]))
+        if lower in NUMBER_WORDS and lower not in _NO_AMOUNT:
+            out.add(str(NUMBER_WORDS[lower]))
         elif lower not in STOP_WORDS:
             out.add(stem(word))
     return out
@@ -79,8 +77,8 @@ def numbers_in(text: str) -> set[int]:
     for word in _WORD.findall(text.lower()):
         if word.isdigit():
             found.add(int(word))
-        elif word in _NUMBER_WORDS and word not in ("a", "an"):
-            found.add(_NUMBER_WORDS[word])
+        elif word in NUMBER_WORDS and word not in ("a", "an", "both"):
+            found.add(NUMBER_WORDS[word])
     return found
 
 

@@ -1,0 +1,15 @@
+"""The words a small model's turn reads numbers from, shared by the argument reader
+(``arguments``) and the game's grounding of a line (``game/npc/grounding.py``)."""
+
+from __future__ import annotations
+
+__all__ = ["NUMBER_WORDS"]
+
+NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
+    "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100, "a": 1, "an": 1, "single": 1,
+    "couple": 2, "pair": 2, "both": 2, "dozen": 12,
+}  # fmt: skip
+"""A number said as a word. ``a``/``an`` count as one only before a noun, which the reader of a
+quantity decides; a text's values leave out the words that are no amount by themselves."""
