@@ -60,7 +60,7 @@ from oamd.agent.json_reader import (
 )
 from oamd.agent.ports import TurnPeer
 from oamd.agent.small import best, channel_candidates, chat_messages, chat_window, turn_facts
-from oamd.agent.small.arguments import read_from_words
+from oamd.agent.small.arguments import is_lookup, read_from_words, unsaid_required
 from oamd.agent.step import PartialEmitter, StepReading, prefill_step, read_step, score_step
 from oamd.agent.tools import ToolDefinition
 from oamd.agent.turn_spec import Labels, NoToolExecutor, TurnSpec
@@ -246,10 +246,15 @@ class _EnvelopeTurn:
                 allow_respond = not (first and mode == "required")
                 offered = enabled
                 if self.by_likelihood and not first:
-                    # a small model asked again mostly picks the tool it just used: after a
-                    # round, only the tools not yet used are offered beside the reply
+                    # a small model asked again mostly picks the tool it just used, or another
+                    # lookup with a guess for its text: after a round, only the acts not used
+                    # yet are offered beside the reply (the order after the menu)
                     used = {record.call.name for record in self.calls.records}
-                    offered = [tool for tool in enabled if tool.name not in used]
+                    offered = [
+                        tool
+                        for tool in enabled
+                        if tool.name not in used and not is_lookup(tool.schema.generation)
+                    ]
                     if not offered:
                         break
                 outcome = await self._decide_step(offered, allow_respond)
@@ -317,10 +322,24 @@ class _EnvelopeTurn:
         """The decide step of a model that scores texts: the most likely reading of the user's
         message (``agent.small.channel_candidates``) picks the tool, or no tool; the arguments of
         a tool that takes some come from a toolArguments step."""
+        if allow_respond:
+            # a call whose required closed fields the words do not hold would act on the
+            # model's guess ("How much is the stew?" ordering ten): it is not a reading, and
+            # with none left there is nothing to score
+            said = self.spec.prompt if self.spec.said is None else self.spec.said
+            tools = [tool for tool in tools if not unsaid_required(tool.schema.generation, said)]
+            if not tools:
+                return Respond()
         options: list[ToolDefinition | None] = [*tools, None] if allow_respond else list(tools)
         window = chat_window(self.spec.history, trim=self.settings.trim_history)
         candidates = channel_candidates(
-            self.system, window, self.spec.prompt, self._facts(), options, self.labels
+            self.system,
+            window,
+            self.spec.prompt,
+            self._facts(),
+            options,
+            self.labels,
+            self.spec.said,
         )
         mode = "allowed" if allow_respond else "required"
         self._start(DECIDE, mode, [t.name for t in tools], window.trimmed, False)

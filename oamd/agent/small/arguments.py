@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from oamd.agent.small.words import NUMBER_WORDS
+from oamd.agent.small.words import NUMBER_WORDS, stem
 
-__all__ = ["read_from_words"]
+__all__ = ["is_lookup", "read_from_words", "unsaid_required"]
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*|\d+")
 
@@ -44,16 +44,6 @@ _JOINERS = frozenset({"of", "the", "and", "de", "von", "van"})
 
 def _words(text: str) -> list[str]:
     return _TOKEN.findall(text)
-
-
-def _stem(word: str) -> str:
-    """A noun's singular, roughly: ``horses`` → ``horse``, ``boxes`` → ``box``."""
-    w = word.lower()
-    if len(w) > 4 and w.endswith(("ches", "shes", "sses", "xes", "zes")):
-        return w[:-2]
-    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
-        return w[:-1]
-    return w
 
 
 def _positioned_numbers(words: list[str]) -> list[tuple[int, int]]:
@@ -81,11 +71,9 @@ def _numbers(words: list[str]) -> list[int]:
 def _named_number(words: list[str], name: str) -> tuple[int, int] | None:
     """The number said right before the field's own noun ("two horses", "no horses" → 0), and
     where it was said."""
-    noun = _stem(
-        re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).split()[-1].replace("_", " ").split()[-1]
-    )
+    noun = stem(re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).split()[-1].replace("_", " ").split()[-1])
     for i in range(1, len(words)):
-        if _stem(words[i]) != noun:
+        if stem(words[i]) != noun:
             continue
         before = words[i - 1].lower()
         if before in ("no", "zero", "none"):
@@ -111,12 +99,12 @@ def _number_for(words: list[str], field: dict[str, Any], current: Any, claimed: 
 
 
 def _enum_for(words: list[str], choices: list[Any], current: Any) -> Any:
-    said = {_stem(w) for w in words if w.lower() not in _FUNCTION_WORDS}
+    said = {stem(w) for w in words if w.lower() not in _FUNCTION_WORDS}
     best, best_shared = current, 0
     for choice in choices:
         if not isinstance(choice, str):
             continue
-        shared = len({_stem(w) for w in _words(choice)} & said)
+        shared = len({stem(w) for w in _words(choice)} & said)
         if shared > best_shared:
             best, best_shared = choice, shared
     return best
@@ -169,12 +157,12 @@ def _spans(words: list[str]) -> list[str]:
 
 
 def _content(text: str) -> set[str]:
-    return {_stem(w) for w in _words(text) if w.lower() not in _FUNCTION_WORDS}
+    return {stem(w) for w in _words(text) if w.lower() not in _FUNCTION_WORDS}
 
 
 def _string_for(words: list[str], current: Any) -> Any:
-    said = {_stem(w) for w in words}
-    value_words = {_stem(w) for w in _words(str(current))} - {_stem(w) for w in _FUNCTION_WORDS}
+    said = {stem(w) for w in words}
+    value_words = {stem(w) for w in _words(str(current))} - {stem(w) for w in _FUNCTION_WORDS}
     spans = _spans(words)
     names = [s for s in spans if s[:1].isupper()]
     if isinstance(current, str) and value_words and value_words <= said:
@@ -185,7 +173,7 @@ def _string_for(words: list[str], current: Any) -> Any:
         return current
 
     def rank(span: str) -> tuple[int, int]:
-        shared = len({_stem(w) for w in _words(span)} & value_words)
+        shared = len({stem(w) for w in _words(span)} & value_words)
         return shared, len(span)
 
     # a name the speaker said comes first; among the rest, the one the model's value shares
@@ -229,3 +217,57 @@ def read_from_words(arguments: dict[str, Any], schema: dict[str, Any], said: str
         if value is not None:
             out[name] = value
     return out
+
+
+_WH_QUESTION = re.compile(r"\W*(?:what|how|where|when|why|who|which)\b", re.IGNORECASE)
+"""A question for something ("What does a cough syrup cost?"): its "a" is no amount ordered."""
+
+
+def _is_article(word: str) -> bool:
+    return word.lower() in ("a", "an")
+
+
+def unsaid_required(schema: dict[str, Any], said: str) -> list[str]:
+    """The required closed fields of a tool (integers, numbers, enums) whose value ``said``
+    does not hold: no number at all for an amount ("a room" is one, "no horses" zero), no
+    word of any allowed value for an enum. A call they are missing from acts on what nobody
+    asked for ("How much is the stew?" ordering ten bowls)."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return []
+    words = _words(said)
+    stems = {stem(w) for w in words if w.lower() not in _FUNCTION_WORDS}
+    asking = bool(_WH_QUESTION.match(said))
+    missing = []
+    for name in schema.get("required") or ():
+        field = properties.get(name)
+        if not isinstance(field, dict):
+            continue
+        kind, choices = field.get("type"), field.get("enum")
+        if isinstance(choices, list) and choices:
+            named = any({stem(w) for w in _words(str(c))} & stems for c in choices if c is not None)
+            if not named:
+                missing.append(name)
+        elif kind in ("integer", "number") and _named_number(words, name) is None:
+            said_numbers = [
+                i for i, _ in _positioned_numbers(words) if not (asking and _is_article(words[i]))
+            ]
+            if not said_numbers:
+                missing.append(name)
+    return missing
+
+
+def is_lookup(schema: dict[str, Any]) -> bool:
+    """Whether a tool takes nothing or only free text: a lookup, not an act (an act needs an
+    amount, a choice or a flag). A small model calls a lookup with whatever words it has
+    ("check_stock(item='next market day')"), so it is offered only where it may answer."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return True
+    for name in schema.get("required") or ():
+        field = properties.get(name)
+        if isinstance(field, dict) and (
+            "enum" in field or field.get("type") in ("integer", "number", "boolean")
+        ):
+            return False
+    return True

@@ -71,15 +71,22 @@ def channel_candidates(
     facts: Sequence[str],
     tools: Sequence[ToolDefinition | None],
     labels: Labels,
+    said: str | None = None,
 ) -> list[ScoredText]:
     """One candidate per tool (``None``: no tool): the current user message preceded by that
-    reading of what the user wants, the message itself scored."""
+    reading of what the user wants, the message itself scored — only the speaker's own words
+    (``said``) when the prompt ends with them: what it says before them (an NPC's facts) comes
+    before the reading, shared by every candidate, so each scores a few tokens of its own."""
     base = chat_prefix(system, window)
     message = prompt.strip() or "…"
+    before: list[str] = []
+    spoken = (said or "").strip()
+    if spoken and message.endswith(spoken) and message != spoken:
+        before, message = [message[: -len(spoken)].strip()], spoken
     candidates = []
     for tool in tools:
         wants = f"(The {labels.user} wants this from {labels.assistant}: {_reading(tool)}.)"
-        text = "\n".join([*facts, wants, message])
+        text = "\n".join([*facts, *before, wants, message])
         candidates.append(ScoredText([*base, ChatMessage("user", text)], message))
     return candidates
 

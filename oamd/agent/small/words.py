@@ -1,9 +1,10 @@
-"""The words a small model's turn reads numbers from, shared by the argument reader
-(``arguments``) and the game's grounding of a line (``game/npc/grounding.py``)."""
+"""The words a small model's turn reads numbers and values from, shared by the argument reader
+(``arguments``) and the game's grounding of a line (``game/npc/grounding.py``): the number words
+and one rough stemmer, so both match a word the same way."""
 
 from __future__ import annotations
 
-__all__ = ["NUMBER_WORDS"]
+__all__ = ["NUMBER_WORDS", "stem"]
 
 NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -13,3 +14,19 @@ NUMBER_WORDS = {
 }  # fmt: skip
 """A number said as a word. ``a``/``an`` count as one only before a noun, which the reader of a
 quantity decides; a text's values leave out the words that are no amount by themselves."""
+
+
+def stem(word: str) -> str:
+    """A word's rough stem, lower-cased, so the forms of one word meet: a plural, ``-ing`` or
+    ``-ed`` ending goes, then a final ``e`` (``gates``, ``gate`` → ``gat``; ``closed``,
+    ``close`` → ``clos``; ``boxes`` → ``box``; ``berries`` → ``berry``)."""
+    w = word.lower().strip("'-")
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    for suffix in ("ings", "ing", "ed", "s"):
+        if len(w) > len(suffix) + 2 and w.endswith(suffix) and not w.endswith("ss"):
+            w = w[: -len(suffix)]
+            break
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]
+    return w
