@@ -178,6 +178,10 @@ class TurnSettings:
     invent for someone else), besides the model's own end of message."""
     max_sentences: int | None = None
     """Reply steps end once this many sentences are complete (an NPC's line)."""
+    reply_opening: Callable[[Sequence[ToolRecord]], str] | None = None
+    """Small-model layout: the words a reply step's text starts with, given the turn's tool
+    records (a fact-filled opening the model continues in its own voice; the sentence it opens
+    ends the reply); none when empty."""
 
     @property
     def retry(self) -> RetryPolicy:

@@ -407,23 +407,35 @@ class _EnvelopeTurn:
             else respond_task(self.labels, self.spec.prompt, bool(self.calls.records))
         )
         request, trimmed = await self._request(RESPOND, task, None, plain=plain)
+        opening = self._opening()
+        if opening:
+            request = replace(request, reply_prefix=opening)
         self._start(RESPOND, "disallowed", [], trimmed, False)
         cleaner = ReplyCleaner(self.labels.assistant)
-        limit = self.settings.max_sentences
+        # an opened line is the answer: the sentence it opens ends it (a small model's second
+        # sentence after a fact is where it invents: "… the new moon is on June 21st")
+        limit = 1 if opening else self.settings.max_sentences
         output_before = self.usage.output_tokens
         raw = await self._generate(
             request,
-            on_text=lambda so_far: self.display.show(cleaner.visible(so_far)),
+            on_text=lambda so_far: self.display.show(cleaner.visible(opening + so_far)),
             on_retry=self.display.restart,
             stop_when=SentenceWatch(limit) if limit else None,
         )
-        text = cleaner.final(raw)
+        text = cleaner.final(opening + _joined(opening, raw))
         cap = request.sampling.max_tokens
         if self.small and cap and self.usage.output_tokens - output_before >= cap:
             text = whole_sentences(text)  # cut by the output limit: end at its last sentence
         self.display.finish(text)
         self.entries.append(response_entry(text))
         return self._result(text)
+
+    def _opening(self) -> str:
+        """The words the reply starts with (``TurnSettings.reply_opening``), small layout only."""
+        opening = self.settings.reply_opening
+        if not self.small or opening is None:
+            return ""
+        return opening(self.calls.records).strip()
 
     async def _structured_step(self) -> TurnResult:
         schema = self.spec.schema
@@ -546,6 +558,14 @@ class _EnvelopeTurn:
 
 
 _NOTHING = object()
+
+
+def _joined(opening: str, continuation: str) -> str:
+    """The model's continuation of an opening: a word it starts without a space gets one (a
+    tokenizer may put the space in the opening's last token)."""
+    if opening and continuation[:1].isalnum() and opening[-1:].isalnum():
+        return " " + continuation
+    return continuation
 
 
 def _is_scalar(schema: dict[str, Any]) -> bool:
