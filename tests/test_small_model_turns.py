@@ -95,8 +95,10 @@ async def tools_reply(params: dict[str, Any]) -> dict[str, Any]:
     return {"output": {"ok": True, **call["arguments"]}}
 
 
-async def talk(model: SmallModel, lines: list[str], **npc: Any) -> list[dict[str, Any]]:
-    async with memory_daemon(default_config(model), tool_handler=tools_reply) as client:
+async def talk(
+    model: SmallModel, lines: list[str], handler: Any = tools_reply, **npc: Any
+) -> list[dict[str, Any]]:
+    async with memory_daemon(default_config(model), tool_handler=handler) as client:
         with anyio.fail_after(10):
             await client.request("initialize", {"protocolVersion": "1.0"})
             await client.request("npc/create", {"npc": "mira", "persona": PERSONA, **npc})
@@ -242,7 +244,7 @@ async def test_a_repeated_line_counts_as_a_copy_of_the_npcs_last_line():
 
 async def test_consecutive_turns_repeat_the_last_reply_steps_messages_byte_for_byte():
     model = SmallModel()
-    model.replies = {"respond": ["Evening!", "Stew, five gold."]}
+    model.replies = {"respond": ["Evening!", "Stew, as ever."]}
     await talk(model, ["Hello", "What is cooking?"], options={"playerOptionCount": 0})
     first, second = [r.messages for r in model.requests if r.kind == "respond"]
     # what the first turn's reply step sent, then its reply: the KV cache holds exactly that
@@ -422,7 +424,7 @@ INNKEEPER = {
 
 async def test_the_facts_that_bear_on_a_line_come_right_before_it_and_only_those():
     model = SmallModel()
-    model.replies = {"respond": ["Six gold a night, love."]}
+    model.replies = {"respond": [", love."]}
     (result,) = await talk(
         model,
         ["How much is a room for the night?"],
@@ -434,16 +436,88 @@ async def test_the_facts_that_bear_on_a_line_come_right_before_it_and_only_those
     assert user == "A room costs 6 gold a night.\nHow much is a room for the night?"
     assert "Pip" not in system and "Pip" not in user  # a fact that does not bear on it stays out
     assert "water" not in system  # a guarded secret is never shown to a small model
-    assert result["line"] == "Six gold a night, love."
+    # the fact that answers the question opens the line; the model goes on from it
+    assert reply.reply_prefix == "A room costs 6 gold a night"
+    assert result["line"] == "A room costs 6 gold a night, love."
+
+
+async def test_a_fact_told_to_the_npc_opens_its_line_in_its_own_words():
+    model = SmallModel()
+    model.replies = {"respond": [", a good lad."]}
+    (result,) = await talk(
+        model,
+        ["What is your stable boy called?"],
+        persona={**INNKEEPER, "knowledge": ["Your stable boy is called Pip."]},
+        options={"playerOptionCount": 0},
+    )
+    assert result["line"] == "My stable boy is called Pip, a good lad."
+
+
+async def test_an_amount_a_tool_returned_opens_the_line():
+    model = SmallModel(wants("menu"))
+    model.replies = {"respond": [" a bowl, love."]}
+    (result,) = await talk(
+        model, ["How much is the stew?"], tools=[MENU_TOOL], options={"playerOptionCount": 0}
+    )
+    (reply,) = [r for r in model.requests if r.kind == "respond"]
+    # the unit is the tool's own ("… with prices in gold")
+    assert reply.reply_prefix == "The stew is 5 gold"
+    assert result["line"] == "The stew is 5 gold a bowl, love."
+
+
+async def test_a_line_carrying_a_value_but_not_the_one_asked_for_is_written_again():
+    model = SmallModel(wants("menu"))
+    model.replies = {"respond": ["Ale is 3 gold, friend!", "Stew tonight, 5 gold a bowl."]}
+    (result,) = await talk(
+        model, ["Is there stew tonight?"], tools=[MENU_TOOL], options={"playerOptionCount": 0}
+    )
+    replies = [r for r in model.requests if r.kind == "respond"]
+    assert [r.reply_prefix for r in replies] == ["", ""]  # not an amount: no number opens it
+    assert result["line"] == "Stew tonight, 5 gold a bowl."
+
+
+async def test_a_call_missing_an_amount_the_player_never_said_loses_to_the_next_reading():
+    order = {
+        "name": "place_order",
+        "description": "Place an order the guest asks for.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "item": {"type": "string", "enum": ["stew", "ale"]},
+                "quantity": {"type": "integer", "minimum": 1, "maximum": 10},
+            },
+            "required": ["item", "quantity"],
+        },
+    }
+
+    def order_first(candidate: ScoredText) -> float:
+        text = last_user(candidate)
+        return 2.0 if "Place an order" in text else 1.0 if "menu" in text else 0.0
+
+    model = SmallModel(order_first)
+    model.replies = {
+        "toolArguments": ['{"item": "stew", "quantity": 2}'] * 2,
+        "respond": [" gold, love.", "Two stews coming up!"],
+    }
+    asked, ordered = await talk(
+        model,
+        ["How much is the stew?", "Two bowls of stew, please."],
+        tools=[MENU_TOOL, order],
+        options={"playerOptionCount": 0},
+    )
+    # the likeliest reading, an order, needs a quantity the words do not hold: the menu is read
+    assert [c["call"]["name"] for c in asked["toolCalls"]] == ["check_menu"]
+    assert [c["call"]["name"] for c in ordered["toolCalls"]][:1] == ["place_order"]
+    assert ordered["toolCalls"][0]["call"]["arguments"] == {"item": "stew", "quantity": 2}
 
 
 async def test_a_line_missing_its_fact_is_written_again_and_the_one_carrying_it_stands():
     model = SmallModel()
-    model.replies = {"respond": ["Welcome to my inn, traveller!", "It is 6 gold a night."]}
+    model.replies = {"respond": ["Welcome to my inn, traveller!", "Young Pip, of course."]}
     (result,) = await talk(
-        model, ["How much is a room?"], persona=INNKEEPER, options={"playerOptionCount": 0}
+        model, ["Tell me about the stable."], persona=INNKEEPER, options={"playerOptionCount": 0}
     )
-    assert result["line"] == "It is 6 gold a night." and result["isFallback"] is False
+    assert result["line"] == "Young Pip, of course." and result["isFallback"] is False
     first, second = [r for r in model.requests if r.kind == "respond"]
     # a sane line that missed its fact is written again as it was, not hotter
     assert second.sampling.temperature == first.sampling.temperature
@@ -530,3 +604,191 @@ async def test_a_silent_player_gets_a_line_and_no_fact_is_read_from_nothing():
     (result,) = await talk(model, [""], persona=INNKEEPER, options={"playerOptionCount": 0})
     assert result["line"] == "Lost for words, traveller?" and result["isFallback"] is False
     assert len([r for r in model.requests if r.kind == "respond"]) == 1
+
+
+async def test_a_lookup_is_not_offered_when_a_fact_the_npc_was_told_answers_the_line():
+    stock = {
+        "name": "check_stock",
+        "description": "Look up an item in the stock book.",
+        "parameters": {
+            "type": "object",
+            "properties": {"item": {"type": "string"}},
+            "required": ["item"],
+        },
+    }
+    model = SmallModel(wants("stock"))
+    model.replies = {"toolArguments": ['{"item": "iron"}'], "respond": [", as ever.", "Aye."]}
+    answered, looked_up = await talk(
+        model,
+        ["When is the next market day?", "Do you have iron ingots?"],
+        persona={**PERSONA, "knowledge": ["The next market day is on Friday."]},
+        tools=[stock],
+        options={"playerOptionCount": 0},
+    )
+    # the told fact answers the first line: no lookup is offered, the fact opens the line
+    assert answered["toolCalls"] == []
+    assert answered["line"] == "The next market day is on Friday, as ever."
+    # a line no fact answers still gets the lookup
+    assert [c["call"]["name"] for c in looked_up["toolCalls"]] == ["check_stock"]
+
+
+async def test_the_channel_scores_only_the_players_words_with_the_npcs_facts_before_the_reading():
+    model = SmallModel(wants("just chat"))
+    model.replies = {"respond": ["Pip is out back."]}
+    await talk(
+        model,
+        ["Tell me about Pip."],
+        persona=INNKEEPER,
+        tools=[MENU_TOOL],
+        options={"playerOptionCount": 0},
+    )
+    decide = model.scored[0]
+    assert [c.scored for c in decide] == ["Tell me about Pip.", "Tell me about Pip."]
+    # the fact is before the reading, the same in every candidate: only the reading differs
+    texts = [c.messages[-1].content.split("\n") for c in decide]
+    assert [t[0] for t in texts] == ["The stable boy is called Pip."] * 2
+    assert [t[-1] for t in texts] == ["Tell me about Pip."] * 2
+
+
+async def test_a_yes_or_no_a_lookup_returned_opens_the_answer_to_a_yes_no_question():
+    wanted = {
+        "name": "check_wanted",
+        "description": "Look up whether a person is wanted.",
+        "parameters": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"],
+        },
+    }
+
+    async def board(params: dict[str, Any]) -> dict[str, Any]:
+        name = params["call"]["arguments"]["name"]
+        return {"output": {"name": name, "wanted": name == "Silas Crane"}}
+
+    model = SmallModel(wants("wanted"))
+    model.replies = {
+        "toolArguments": ['{"name": "Silas Crane"}', '{"name": "Mara Quill"}'],
+        "respond": [", for horse theft.", ", she is free to go."],
+    }
+    silas, mara = await talk(
+        model,
+        ["Is a man called Silas Crane wanted?", "What about Mara Quill, is she wanted?"],
+        board,
+        tools=[wanted],
+        options={"playerOptionCount": 0},
+    )
+    assert silas["line"] == "Yes, Silas Crane is wanted, for horse theft."
+    assert mara["line"] == "No, Mara Quill is not wanted, she is free to go."
+
+
+async def test_an_orders_total_opens_the_reply_to_the_order():
+    order = {
+        "name": "sell",
+        "description": "Sell remedies to the customer.",
+        "parameters": {
+            "type": "object",
+            "properties": {"remedy": {"type": "string"}, "quantity": {"type": "integer"}},
+            "required": ["remedy", "quantity"],
+        },
+    }
+
+    async def till(params: dict[str, Any]) -> dict[str, Any]:
+        arguments = params["call"]["arguments"]
+        return {"output": {**arguments, "totalCopper": 8 * arguments["quantity"]}}
+
+    model = SmallModel(wants("Sell"))
+    model.replies = {
+        "toolArguments": ['{"remedy": "healing salve", "quantity": 1}'],
+        "respond": [", dear."],
+    }
+    (result,) = await talk(
+        model,
+        ["Three healing salves, please."],
+        till,
+        tools=[order],
+        options={"playerOptionCount": 0},
+    )
+    assert result["toolCalls"][0]["call"]["arguments"]["quantity"] == 3
+    assert result["line"] == "That will be 24 copper, dear."
+
+
+async def test_a_fact_told_about_the_npc_in_the_second_person_opens_in_the_first():
+    model = SmallModel()
+    model.replies = {"respond": ["."]}
+    (result,) = await talk(
+        model,
+        ["Do I owe you anything?"],
+        memory={"facts": ["Rowan still owes you 4 copper from the last crossing."]},
+        persona=PERSONA,
+        options={"playerOptionCount": 0},
+    )
+    assert result["line"] == "Rowan still owes me 4 copper from the last crossing."
+
+
+async def test_an_opened_line_ends_with_its_first_sentence_and_one_inventing_a_number_is_rewritten():
+    model = SmallModel()
+    model.replies = {
+        "respond": [" and 9 for two, love.", ", love. Breakfast is 2 more."],
+    }
+    (result,) = await talk(
+        model,
+        ["How much is a room for the night?"],
+        persona=INNKEEPER,
+        options={"playerOptionCount": 0},
+    )
+    # "9" is nothing she was told: written again; the second stops at its first sentence
+    assert result["line"] == "A room costs 6 gold a night, love."
+
+
+async def test_a_count_a_lookup_returned_answers_a_do_you_have_question_yes_or_no():
+    stock = {
+        "name": "check_stock",
+        "description": "Look up an item in the stock book.",
+        "parameters": {
+            "type": "object",
+            "properties": {"item": {"type": "string"}},
+            "required": ["item"],
+        },
+    }
+
+    async def book(params: dict[str, Any]) -> dict[str, Any]:
+        item = params["call"]["arguments"]["item"]
+        return {"output": {"item": item, "inStock": 14 if "ingot" in item else 0}}
+
+    model = SmallModel(wants("stock"))
+    model.replies = {
+        "toolArguments": ['{"item": "iron ingots"}', '{"item": "chain mail"}'],
+        "respond": [", fresh from the forge.", ", sold out."],
+    }
+    ingots, mail = await talk(
+        model,
+        ["Do you have iron ingots?", "Have you got any chain mail?"],
+        book,
+        tools=[stock],
+        options={"playerOptionCount": 0},
+    )
+    assert ingots["line"] == "Yes, 14 in stock, fresh from the forge."
+    assert mail["line"] == "No, none in stock, sold out."
+
+
+async def test_a_question_about_one_item_orders_nothing():
+    order = {
+        "name": "sell",
+        "description": "Sell remedies to the customer.",
+        "parameters": {
+            "type": "object",
+            "properties": {"remedy": {"type": "string"}, "quantity": {"type": "integer"}},
+            "required": ["remedy", "quantity"],
+        },
+    }
+    model = SmallModel(wants("Sell"))
+    model.replies = {"toolArguments": ['{"remedy": "cough syrup", "quantity": 1}'] * 2}
+    model.replies["respond"] = ["Ask me about the syrup.", "One syrup, then."]
+    asked, ordered = await talk(
+        model,
+        ["What does a cough syrup cost?", "A cough syrup, please."],
+        tools=[order],
+        options={"playerOptionCount": 0},
+    )
+    assert asked["toolCalls"] == []  # "a" in a question for something is no amount ordered
+    assert ordered["toolCalls"][0]["call"]["arguments"] == {"remedy": "cough syrup", "quantity": 1}

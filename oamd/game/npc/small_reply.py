@@ -17,21 +17,23 @@ models never come here: the reference's tests script exact lines.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from oamd.agent.entries import RESPONSE, kind_of, with_text
 from oamd.agent.envelope import regenerate_reply
-from oamd.agent.events import TextUpdated, TurnResult, TurnUsage
+from oamd.agent.events import TextUpdated, ToolRecord, TurnResult, TurnUsage
 from oamd.agent.history import History
 from oamd.agent.run_turn import run_turn
 from oamd.agent.small import NEUTRAL_EXCHANGE, Question, lift, reply_messages
+from oamd.agent.small.arguments import is_lookup
 from oamd.agent.step import StepReading, read_step, stop_at
 from oamd.agent.trace import TurnScope
 from oamd.agent.turn_spec import TurnSettings, TurnSpec
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
 from oamd.errors import ModelError
-from oamd.game.npc.grounding import Grounding, as_sentences
+from oamd.game.npc.grounding import Grounding, ToolAnswer, as_sentences, unit_of
 from oamd.game.npc.line_guard import (
     RESIDUE,
     clean_line,
@@ -99,6 +101,11 @@ async def run_small_model_talk(
         max_tokens=o.maximum_response_tokens or LINE_MAX_TOKENS,
         repetition_penalty=LINE_REPETITION_PENALTY,
     )
+    mode = talk_policy(npc, tools, choice).choice.mode
+    if mode in ("auto", "explicit") and _told_answer(said.line, prompt):
+        # a lookup is not offered: a small model calls it with whatever words it has
+        # ("check_stock(item='next market day')") and answers from its error, not the fact
+        tools = [tool for tool in tools if not is_lookup(tool.schema.generation)]
     spec = TurnSpec(
         npc.model,
         instructions,
@@ -120,6 +127,13 @@ async def run_small_model_talk(
     return outcome
 
 
+def _told_answer(line: str, prompt: str) -> bool:
+    """Whether a fact placed before the player's words clearly answers them."""
+    spoken = _spoken(line)
+    told = prompt[: -len(spoken)] if prompt.endswith(spoken) else prompt
+    return bool(told.strip()) and bool(Grounding([told], line).opening)
+
+
 async def _written(
     npc: Npc, said: TalkLine, spec: TurnSpec, peer: TalkPeer
 ) -> tuple[TalkOutcome, TurnResult]:
@@ -129,13 +143,21 @@ async def _written(
     # a candidate line is not shown while it is written: only the line chosen stands (the
     # tracker shows it whole), so the player never reads a line taken back
     turn_peer = replace(peer.turn_peer, emit=_without_text(peer.emit))
+    told = spec  # what the facts were read from: the turn's prompt
+
+    def opening(records: Sequence[ToolRecord]) -> str:
+        return _grounding(npc, said, told, records).opening
+
+    # a line that clearly answers from a fact starts with it ("A room costs 6 gold a night"),
+    # in the NPC's words; the model goes on in its own voice
+    spec = replace(spec, settings=replace(spec.settings, reply_opening=opening))
     result = await run_turn(spec, turn_peer)
-    grounding = _grounding(npc, said, spec, result)
+    grounding = _grounding(npc, said, told, result.records)
     # what the line may not copy: the NPC's own lines it can see, and its persona text
     earlier = [m.content for m in reply_messages(spec, result) if m.role == "assistant"]
     earlier.append(spec.instructions or "")
     best = _Candidate.of(result, name, said.line, earlier, grounding)
-    for _ in range(1, MAX_CANDIDATES):
+    for attempt in range(1, MAX_CANDIDATES):
         if best.good_enough:
             break
         # a refused line is written again hotter; a sane one that missed its facts as it was
@@ -144,6 +166,9 @@ async def _written(
             # written again without the history: a small model copies what it can see, and its
             # repetition penalty does not reach back into the prompt
             spec = replace(spec, history=History())
+            if attempt == MAX_CANDIDATES - 1:
+                # the last one is the model's own words: an opening said before is a repeat
+                spec = replace(spec, settings=replace(spec.settings, reply_opening=None))
         result = await regenerate_reply(spec, result, again, turn_peer)
         candidate = _Candidate.of(result, name, said.line, earlier, grounding)
         if candidate.beats(best):
@@ -190,29 +215,20 @@ def _without_text(emit: Any) -> Any:
     return forward
 
 
-def _grounding(npc: Npc, said: TalkLine, spec: TurnSpec, result: TurnResult) -> Grounding:
+def _grounding(
+    npc: Npc, said: TalkLine, spec: TurnSpec, records: Sequence[ToolRecord]
+) -> Grounding:
     """What this line was told: the facts placed before it (the prompt less the player's own
-    words, which end it) and the values its tools gave (not their field names)."""
+    words, which end it) and what its tools returned."""
     spoken = _spoken(said.line)
     told = spec.prompt[: -len(spoken)] if spec.prompt.endswith(spoken) else spec.prompt
-    facts = [told]
-    for record in result.records:
-        if not record.output.is_error:
-            facts.append(" ".join(_leaves(record.output.value)))
-    return Grounding(facts, said.line, npc.persona.secrets)
-
-
-def _leaves(value: Any) -> list[str]:
-    """The scalar values of a tool's output, as text: what a line answering from it says."""
-    if isinstance(value, dict):
-        return [leaf for item in value.values() for leaf in _leaves(item)] + [
-            str(key) for key, item in value.items() if isinstance(item, int | float)
-        ]
-    if isinstance(value, list):
-        return [leaf for item in value for leaf in _leaves(item)]
-    if isinstance(value, bool) or value is None:
-        return []
-    return [str(value)]
+    units = {tool.name: unit_of(tool.description) for tool in spec.tools}
+    outputs = [
+        ToolAnswer(record.output.value, units.get(record.call.name, ""))
+        for record in records
+        if not record.output.is_error
+    ]
+    return Grounding([told], said.line, npc.persona.secrets, outputs)
 
 
 @dataclass
@@ -224,6 +240,10 @@ class _Candidate:
     problems: list[str]
     score: float
     expects_fact: bool
+    answers: bool
+    """Whether it says a value the player's question asks for (``Grounding.carries_asked``)."""
+    invents: bool
+    """Whether it says a number nothing it was told holds (another candidate is written)."""
 
     @classmethod
     def of(
@@ -236,13 +256,29 @@ class _Candidate:
     ) -> _Candidate:
         line = clean_line(result.text, name)
         problems = line_problems(line, player_line, earlier, name)
+        opening = grounding.opening
+        if opening and line.startswith(opening) and problems:
+            # the opening says the fact, names and all ("No, Songs of the Marches is not
+            # available"): only what the model wrote after it can copy the player or itself
+            rest = line[len(opening) :].strip(" ,.;!?")
+            written = line_problems(rest, player_line, earlier, name) if rest else []
+            copied = {"copies the player", "repeats itself"}
+            problems = [p for p in problems if p not in copied or p in written]
         if grounding.tells_secret(line):
             problems.append("tells a secret")
-        return cls(line, result, problems, grounding.score(line), grounding.expects_fact)
+        return cls(
+            line,
+            result,
+            problems,
+            grounding.score(line),
+            grounding.expects_fact,
+            grounding.carries_asked(line),
+            bool(grounding.invented(line)),
+        )
 
     @property
     def good_enough(self) -> bool:
-        return not self.problems and (not self.expects_fact or self.score >= 1)
+        return not self.problems and not self.invents and (not self.expects_fact or self.answers)
 
     def beats(self, other: _Candidate) -> bool:
         if bool(self.problems) != bool(other.problems):
