@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: FORCE test lint format wheel dist ffi ffi-sanitize dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak soak-inspector eval eval-grounded llama-server clean
+.PHONY: FORCE test lint format wheel dist ffi ffi-sanitize dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak soak-inspector eval eval-grounded eval-grounded-independent llama-server clean
 
 # llama-cpp-python builds from source (5-13 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
@@ -201,6 +201,12 @@ eval: $(STAMP)
 # memory, 48 lines judged by patterns, against the bare llama-cpp-python chat on the same file.
 eval-grounded: $(STAMP)
 	$(PY) -m evals --model '$(MODEL)' --only grounded $(if $(EVAL_JSON),--json '$(EVAL_JSON)')
+
+# Only the independent grounded set (evals/README.md): five NPCs of other kinds in another town, of
+# the same shape (40 lines), that judge what the first set was tuned on; no one tunes on it, and
+# make eval does not play it.
+eval-grounded-independent: $(STAMP)
+	$(PY) -m evals --model '$(MODEL)' --only grounded-independent $(if $(EVAL_JSON),--json '$(EVAL_JSON)')
 
 # An OpenAI-compatible llama.cpp server with the packaged model, for --model openai:…
 LLAMA_PORT ?= 8080

@@ -1,9 +1,9 @@
-"""The grounded set played as a developer without oamd would play it (the floor oamd must be far
-above): llama-cpp-python's ``create_chat_completion`` on the same GGUF file, the persona, its
-knowledge and secret, the world state the NPC reads and its memory facts pasted into one system
-message, and for a line answered by a tool, that tool's output for the right arguments pasted
-there too (a bare chat calls no tools, so it is given the answer). The chat history of the NPC
-follows the system message. What LLMUnity and NobodyWho amount to.
+"""A grounded set (the first, or the independent one) played as a developer without oamd would
+play it (the floor oamd must be far above): llama-cpp-python's ``create_chat_completion`` on the
+same GGUF file, the persona, its knowledge and secret, the world state the NPC reads and its
+memory facts pasted into one system message, and for a line answered by a tool, that tool's output
+for the right arguments pasted there too (a bare chat calls no tools, so it is given the answer).
+The chat history of the NPC follows the system message. What LLMUnity and NobodyWho amount to.
 
 Sampling: temperature 0.7 (oamd's for an NPC line) with a fixed seed, at most 64 tokens (oamd's
 cap for a line), top-p 0.9 and a repetition penalty of 1.1, what game integrations of llama.cpp
@@ -22,7 +22,7 @@ import orjson
 
 from evals.grounded import GroundedLine, judged
 from evals.grounded_judge import world_lines
-from evals.grounded_set import CHARACTERS, Character, Say
+from evals.grounded_set import GROUNDED, Character, GroundedSet, Say
 
 __all__ = ["FloorChat", "floor_system_message"]
 
@@ -47,7 +47,7 @@ def floor_system_message(character: Character, say: Say) -> str:
         "What you remember about the player:",
         *(f"- {fact}" for fact in character.memory),
         "The world right now:",
-        *(f"- {line}" for line in world_lines(character.world_paths)),
+        *(f"- {line}" for line in world_lines(character.world_paths, character.world)),
     ]
     if say.tool:
         output = character.answers[say.tool](say.expected_call).get("output")
@@ -96,10 +96,12 @@ class FloorChat:
         text = answer["choices"][0]["message"].get("content") or ""
         return text.strip(), seconds, prompt, cached, int(usage.get("completion_tokens", 0))
 
-    def play(self, progress: Callable[[str], None] | None = None) -> list[GroundedLine]:
-        """The whole set once (``progress`` is told each NPC's key as it starts)."""
+    def play(
+        self, progress: Callable[[str], None] | None = None, grounded: GroundedSet = GROUNDED
+    ) -> list[GroundedLine]:
+        """The whole set ``grounded`` once (``progress`` is told each NPC's key as it starts)."""
         lines: list[GroundedLine] = []
-        for character in CHARACTERS:
+        for character in grounded.characters:
             if progress is not None:
                 progress(character.key)
             history: list[dict[str, str]] = []

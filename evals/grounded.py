@@ -1,6 +1,8 @@
 """The grounded eval (``python -m evals --only grounded``): ``evals.grounded_set`` played through
 ``npc/talk`` on the daemon, every line judged by ``evals.grounded_judge``, and the figures and
-lines printed beside the bare-chat floor's (``evals.floor_chat``).
+lines printed beside the bare-chat floor's (``evals.floor_chat``). ``--only grounded-independent``
+plays the independent set (``evals.grounded_set_independent``) the same way: every function here
+takes the set it plays (``grounded``, the first set unless told; ``SETS`` names both).
 
 Each NPC is created as a game would create it: its persona (secrets in the prompt, guarded by a
 rule: ``secretsUnlockAtRelationship: null``), its client tools (answered from the set's fixtures by
@@ -24,25 +26,27 @@ import anyio
 
 from evals.grounded_judge import Judgement, judge_line
 from evals.grounded_set import (
-    CHARACTERS,
     FACT,
+    GROUNDED,
     KNOWLEDGE,
     MEMORY,
     TOOL,
-    WORLD,
     WORLD_STATE,
     Character,
+    GroundedSet,
     Say,
-    npc_id,
 )
+from evals.grounded_set_independent import INDEPENDENT
 from oamd.client import Client, RpcError
 
 __all__ = [
+    "SETS",
     "GroundedLine",
     "create_params",
     "figures",
     "grounded_report",
     "grounded_table",
+    "grounded_tool_output",
     "idle_waiter",
     "judged",
     "run_grounded",
@@ -50,6 +54,18 @@ __all__ = [
 
 TURN_TIMEOUT_SECONDS = 300.0
 SOURCES = (KNOWLEDGE, TOOL, WORLD_STATE, MEMORY)
+
+SETS: dict[str, GroundedSet] = {s.name: s for s in (GROUNDED, INDEPENDENT)}
+"""The sets by name (``--only``): the first, and the independent one that judges it."""
+
+
+def grounded_tool_output(npc: str, call: dict[str, Any]) -> dict[str, Any] | None:
+    """The engine's answer to a ``tool/call`` of an NPC of any set (``None``: none's)."""
+    for grounded in SETS.values():
+        if (found := grounded.tool_output(npc, call)) is not None:
+            return found
+    return None
+
 
 Settle = Callable[[], Awaitable[None]]
 
@@ -93,10 +109,18 @@ def judged(
     return line
 
 
-def create_params(character: Character, run: int, world: str, model: Any = None) -> dict[str, Any]:
-    """The ``npc/create`` params of one NPC of the set (``model``: a per-NPC model, for tests)."""
+def create_params(
+    character: Character,
+    run: int,
+    world: str,
+    model: Any = None,
+    *,
+    grounded: GroundedSet = GROUNDED,
+) -> dict[str, Any]:
+    """The ``npc/create`` params of one NPC of ``grounded`` (``model``: a per-NPC model, for
+    tests)."""
     params: dict[str, Any] = {
-        "npc": npc_id(character, run),
+        "npc": grounded.npc_id(character, run),
         "persona": character.persona,
         "tools": character.tools,
         "world": world,
@@ -171,23 +195,25 @@ async def run_grounded(
     client: Client,
     run: int,
     *,
+    grounded: GroundedSet = GROUNDED,
     settle: Settle | None = None,
     models: dict[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[GroundedLine]:
-    """Plays the whole set once, each NPC fresh, on the daemon ``client`` drives (``models``: a
-    model per NPC key, e.g. a scripted one; otherwise the daemon's ``"system"`` model;
-    ``progress`` is told each NPC's key as it starts)."""
+    """Plays the whole set ``grounded`` once in its world, each NPC fresh, on the daemon
+    ``client`` drives (``models``: a model per NPC key, e.g. a scripted one; otherwise the
+    daemon's ``"system"`` model; ``progress`` is told each NPC's key as it starts)."""
     settle = settle or _nothing
-    world = f"grounded-{run}"
+    world = f"{grounded.prefix}-{run}"
     await client.request("world/create", {"world": world})
-    for path, value in WORLD.items():
+    for path, value in grounded.world.items():
         await client.request("world/set", {"world": world, "path": path, "value": value})
     lines: list[GroundedLine] = []
-    for character in CHARACTERS:
+    for character in grounded.characters:
         if progress is not None:
             progress(character.key)
-        params = create_params(character, run, world, (models or {}).get(character.key))
+        model = (models or {}).get(character.key)
+        params = create_params(character, run, world, model, grounded=grounded)
         await client.request("npc/create", params)
         earlier: list[str] = []
         for say in character.lines:
@@ -212,8 +238,12 @@ def _percentile(values: list[float], share: float) -> float | None:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
-def figures(lines: list[GroundedLine], *, tools: bool) -> dict[str, Any]:
-    """The counts of one player's lines (``tools``: whether it calls tools at all)."""
+def figures(
+    lines: list[GroundedLine], *, tools: bool, grounded: GroundedSet = GROUNDED
+) -> dict[str, Any]:
+    """The counts of one player's lines of ``grounded`` (``tools``: whether it calls tools at
+    all)."""
+    tool_of = {(c.key, s.text): s.tool for c in grounded.characters for s in c.lines}
     facts = [line for line in lines if line.kind == FACT]
     by_source = {
         source: [sum(bool(x.judgement.grounded) for x in chosen), len(chosen)]
@@ -239,7 +269,10 @@ def figures(lines: list[GroundedLine], *, tools: bool) -> dict[str, Any]:
         if tools
         else None,
         "toolCalled": [
-            sum(any(c["name"] == _tool_of(x) for c in x.calls) for x in tool_facts),
+            sum(
+                any(c["name"] == tool_of.get((x.npc, x.player)) for c in x.calls)
+                for x in tool_facts
+            ),
             len(tool_facts),
         ]
         if tools
@@ -261,24 +294,24 @@ def figures(lines: list[GroundedLine], *, tools: bool) -> dict[str, Any]:
     }
 
 
-_TOOL_OF = {(c.key, s.text): s.tool for c in CHARACTERS for s in c.lines}
-
-
-def _tool_of(line: GroundedLine) -> str | None:
-    return _TOOL_OF.get((line.npc, line.player))
-
-
 def grounded_report(
-    oamd: list[GroundedLine], floor: list[GroundedLine] | None, floor_note: str = ""
+    oamd: list[GroundedLine],
+    floor: list[GroundedLine] | None,
+    floor_note: str = "",
+    *,
+    grounded: GroundedSet = GROUNDED,
 ) -> dict[str, Any]:
-    """The JSON report's ``grounded`` entry: figures and every line, for oamd and the floor."""
+    """The JSON report's entry of the set ``grounded`` (``grounded``, ``grounded-independent``):
+    figures and every line, for oamd and the floor."""
 
     def lines(items: list[GroundedLine]) -> list[dict[str, Any]]:
         return [{**asdict(x), "flags": x.judgement.flags()} for x in items]
 
-    report: dict[str, Any] = {"oamd": {"figures": figures(oamd, tools=True), "lines": lines(oamd)}}
+    ours = figures(oamd, tools=True, grounded=grounded)
+    report: dict[str, Any] = {"oamd": {"figures": ours, "lines": lines(oamd)}}
     if floor is not None:
-        report["floor"] = {"figures": figures(floor, tools=False), "lines": lines(floor)}
+        theirs = figures(floor, tools=False, grounded=grounded)
+        report["floor"] = {"figures": theirs, "lines": lines(floor)}
     else:
         report["floor"] = {"skipped": floor_note}
     return report
@@ -294,8 +327,8 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def grounded_table(report: dict[str, Any]) -> str:
-    """The figures side by side, then every line with its judgement."""
+def grounded_table(report: dict[str, Any], *, grounded: GroundedSet = GROUNDED) -> str:
+    """The figures of the set ``grounded`` side by side, then every line with its judgement."""
     ours = report["oamd"]["figures"]
     floor = report["floor"].get("figures")
     players = [("oamd", ours), *([("floor", floor)] if floor else [])]
@@ -306,7 +339,8 @@ def grounded_table(report: dict[str, Any]) -> str:
     sources = [s for s in SOURCES if s in ours["groundedBySource"]]
     facts = ours["grounded"][1]
     rows = [
-        f"Grounded set: {len(CHARACTERS)} NPCs, {ours['lines']} lines, {facts} fact lines"
+        f"{grounded.title}: {len(grounded.characters)} NPCs, {ours['lines']} lines,"
+        f" {facts} fact lines"
         + ("" if floor else f"; floor not played ({report['floor'].get('skipped')})"),
         f"  {'':<24}" + "".join(f"{name:>22}" for name, _ in players),
         row("grounded", lambda f: _ratio(f["grounded"])),

@@ -1,5 +1,5 @@
-"""The grounded set's judge: patterns, no model. Every line of ``evals.grounded_set`` an NPC says
-is judged on
+"""The grounded sets' judge: patterns, no model. Every line an NPC of ``evals.grounded_set`` (or
+of ``evals.grounded_set_independent``) says is judged on
 
 - **grounded** (fact lines): the line matches the fact's ``accept`` pattern, not its ``reject``
   one (the wrong yes or no), and invents no number (a number the NPC was told nowhere, in no tool
@@ -19,6 +19,7 @@ is judged on
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,8 +166,9 @@ def numbers_in(text: str, *, strict: bool = False) -> set[float]:
     return found
 
 
-def world_lines(paths: tuple[str, ...]) -> list[str]:
-    """``path: value`` for the leaves under ``paths`` of the set's world (what the NPC reads)."""
+def world_lines(paths: tuple[str, ...], world: Mapping[str, Any] = WORLD) -> list[str]:
+    """``path: value`` for the leaves under ``paths`` of ``world`` (what the NPC reads; the first
+    set's unless told: a character's is ``character.world``)."""
     lines: list[str] = []
 
     def walk(value: Any, path: str) -> None:
@@ -177,7 +179,7 @@ def world_lines(paths: tuple[str, ...]) -> list[str]:
             lines.append(f"{path}: {value}")
 
     for path in paths:
-        value: Any = WORLD
+        value: Any = world
         for segment in path.split("."):
             value = value[segment]
         walk(value, path)
@@ -191,7 +193,7 @@ def fact_sources(character: Character, say: Say) -> str:
     if say.source == MEMORY:
         return "\n".join(character.memory)
     if say.source == WORLD_STATE:
-        return "\n".join(world_lines(character.world_paths))
+        return "\n".join(world_lines(character.world_paths, character.world))
     if say.source == TOOL and say.tool:
         return orjson.dumps(character.answers[say.tool](say.expected_call)).decode()
     return ""
@@ -202,7 +204,7 @@ def known_numbers(character: Character) -> set[float]:
     texts = [
         *(character.persona.get("knowledge") or []),
         *character.memory,
-        *world_lines(character.world_paths),
+        *world_lines(character.world_paths, character.world),
     ]
     for say in character.lines:
         if say.tool:

@@ -4,9 +4,11 @@ each told facts the four ways a game tells them — ``persona.knowledge``, a cli
 (``worldContextPaths``) and memory facts (``memory.facts`` on ``npc/create``) — and eight player
 lines each: questions whose answers are those facts, small talk, and a probe of its secret.
 
-Written before any technique and not to be tuned to: an independent set of the same shape judges
-the technique. ``evals.grounded`` plays it through ``npc/talk`` (and ``evals.floor_chat`` as a bare
-chat loop) and ``evals.grounded_judge`` judges every line by patterns.
+Written before any technique and not to be tuned to: an independent set of the same shape
+(``evals.grounded_set_independent``, ``--only grounded-independent``) judges the technique.
+``evals.grounded`` plays either (a ``GroundedSet``: its NPCs, their world, the prefix of their
+ids) through ``npc/talk`` (and ``evals.floor_chat`` as a bare chat loop) and
+``evals.grounded_judge`` judges every line by patterns.
 
 A fact line's ``accept`` is a regular expression (case-insensitive) that a line carrying the fact
 matches, its ``reject`` one that contradicts it (the wrong yes or no); ``evidence`` (``accept`` when unset) is what the fact's source must contain, so the set
@@ -18,15 +20,17 @@ listed. ``example`` is a line that passes the judge, for the judge's own tests.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
     "CHARACTERS",
+    "GROUNDED",
     "PLAYER",
     "WORLD",
     "Character",
+    "GroundedSet",
     "Say",
     "normal_name",
     "npc_id",
@@ -88,6 +92,45 @@ class Character:
     """Any of these in any line of the NPC tells its secret."""
     fitting_emotions: tuple[str, ...]
     lines: tuple[Say, ...]
+    world: Mapping[str, Any] = field(default_factory=lambda: WORLD)
+    """The world its ``world_paths`` are read in: its set's (this set's ``WORLD`` unless told)."""
+
+
+@dataclass(frozen=True)
+class GroundedSet:
+    """NPCs played together in one world: what ``evals.grounded`` plays and its table counts."""
+
+    name: str
+    """The set's name for ``python -m evals --only`` and the JSON report."""
+    title: str
+    """The first words of its table."""
+    characters: tuple[Character, ...]
+    world: Mapping[str, Any]
+    """Set with ``world/set`` before anyone talks (every character's ``world``)."""
+    prefix: str
+    """The first word of its NPCs' ids and its world's name (no dash)."""
+
+    def __post_init__(self) -> None:
+        if any(character.world is not self.world for character in self.characters):
+            raise ValueError(f"the characters of {self.name} live in another world")
+        if "-" in self.prefix or len({c.key for c in self.characters}) != len(self.characters):
+            raise ValueError(f"{self.name}: a dash in the prefix, or two NPCs with one key")
+
+    def npc_id(self, character: Character, run: int) -> str:
+        return f"{self.prefix}-{character.key}-{run}"
+
+    def tool_output(self, npc: str, call: dict[str, Any]) -> dict[str, Any] | None:
+        """The engine's answer to a ``tool/call`` of one of the set's NPCs (``None``: not one)."""
+        prefix, _, rest = npc.partition("-")
+        key = rest.rpartition("-")[0] if prefix == self.prefix else None
+        character = next((c for c in self.characters if c.key == key), None)
+        if character is None:
+            return None
+        answer = character.answers.get(call.get("name", ""))
+        if answer is None:
+            return {"output": f"Unknown tool {call.get('name')}.", "isError": True}
+        arguments = call.get("arguments")
+        return answer(arguments if isinstance(arguments, dict) else {})
 
 
 def normal_name(value: Any) -> str:
@@ -823,22 +866,15 @@ ALDOUS = Character(
 
 CHARACTERS: tuple[Character, ...] = (HILDE, GARRICK, YSOLDE, WENNA, OSKAR, ALDOUS)
 
-_BY_KEY = {character.key: character for character in CHARACTERS}
 NPC_PREFIX = "grounded"
+GROUNDED = GroundedSet("grounded", "Grounded set", CHARACTERS, WORLD, NPC_PREFIX)
+"""The set (``--only grounded``); ``evals.grounded_set_independent`` holds the one judging it."""
 
 
 def npc_id(character: Character, run: int) -> str:
-    return f"{NPC_PREFIX}-{character.key}-{run}"
+    return GROUNDED.npc_id(character, run)
 
 
 def npc_tool_output(npc: str, call: dict[str, Any]) -> dict[str, Any] | None:
     """The engine's answer to a ``tool/call`` of one of the set's NPCs (``None``: not one)."""
-    prefix, _, rest = npc.partition("-")
-    character = _BY_KEY.get(rest.rpartition("-")[0]) if prefix == NPC_PREFIX else None
-    if character is None:
-        return None
-    answer = character.answers.get(call.get("name", ""))
-    if answer is None:
-        return {"output": f"Unknown tool {call.get('name')}.", "isError": True}
-    arguments = call.get("arguments")
-    return answer(arguments if isinstance(arguments, dict) else {})
+    return GROUNDED.tool_output(npc, call)

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from evals.grounded_set import npc_tool_output
+from evals.grounded import grounded_tool_output
 from evals.scenarios import Line, Scenario, tool_output
 from oamd.backends.base import LanguageModel
 from oamd.client import Client, RpcError
@@ -89,12 +89,12 @@ class StepClock:
 @asynccontextmanager
 async def serve_model(model: LanguageModel, clock: StepClock) -> AsyncIterator[Client]:
     """A daemon with ``model`` as ``"system"``, and a client that answers the scenario tools
-    (and those of the grounded set's NPCs) and shows ``clock`` every message."""
+    (and those of the grounded sets' NPCs) and shows ``clock`` every message."""
 
     async def answer(params: dict[str, Any]) -> dict[str, Any]:
         call = params["call"]
-        if "npc" in params and (found := npc_tool_output(params["npc"], call)) is not None:
-            return found  # an NPC of the grounded set
+        if "npc" in params and (found := grounded_tool_output(params["npc"], call)) is not None:
+            return found  # an NPC of a grounded set
         return tool_output(call["name"], call.get("arguments") or {})
 
     config = default_config(model)

@@ -1,6 +1,7 @@
-"""The grounded eval without a model: its judge on hand-written lines, the set's integrity (every
-answer is in what the NPC was told, every NPC valid against the protocol), and one play of the
-whole set through the protocol on scripted NPCs whose replies are given."""
+"""The grounded eval without a model: its judge on hand-written lines, both sets' integrity (every
+answer is in what the NPC was told, every NPC valid against the protocol; the first set and the
+independent one that judges it), and one play of each whole set through the protocol on scripted
+NPCs whose replies are given."""
 
 from __future__ import annotations
 
@@ -13,8 +14,17 @@ import pytest
 from contract import validate_params
 from jsonschema import Draft202012Validator
 
+from evals.__main__ import Played, grounded_reports, grounded_sets
 from evals.floor_chat import floor_system_message
-from evals.grounded import create_params, grounded_report, grounded_table, run_grounded
+from evals.grounded import (
+    SETS,
+    GroundedLine,
+    create_params,
+    grounded_report,
+    grounded_table,
+    grounded_tool_output,
+    run_grounded,
+)
 from evals.grounded_judge import (
     arguments_match,
     fact_sources,
@@ -26,21 +36,27 @@ from evals.grounded_judge import (
 from evals.grounded_set import (
     CHARACTERS,
     FACT,
+    GROUNDED,
     PLAYER,
     SECRET,
     SMALL_TALK,
     TOOL,
     Character,
+    GroundedSet,
     Say,
     normal_name,
     npc_tool_output,
 )
+from evals.grounded_set_independent import INDEPENDENT
 from evals.runner import StepClock, serve_model
 from oamd.backends.base import UnconfiguredModel
 from oamd.game.npc.persona import EMOTIONS
 
 BY_KEY = {c.key: c for c in CHARACTERS}
 HILDE = BY_KEY["hilde"]
+BOTH = (GROUNDED, INDEPENDENT)
+EVERY_NPC = [pytest.param(s, c, id=f"{s.name}-{c.key}") for s in BOTH for c in s.characters]
+"""Every NPC of both sets, with its set."""
 
 
 def say(character: Character, start: str) -> Say:
@@ -183,21 +199,59 @@ def test_names_are_normalised_as_a_lookup_would():
 # ---- the set -------------------------------------------------------------------------------------
 
 
-def test_the_set_has_its_shape():
-    lines = [s for c in CHARACTERS for s in c.lines]
-    assert 5 <= len(CHARACTERS) <= 6
+@pytest.mark.parametrize("grounded", BOTH, ids=lambda s: s.name)
+def test_the_set_has_its_shape(grounded: GroundedSet):
+    lines = [s for c in grounded.characters for s in c.lines]
+    assert 5 <= len(grounded.characters) <= 6
     assert sum(s.kind == FACT for s in lines) >= 30
     assert sum(bool(s.arguments) for s in lines) >= 6
     assert {s.source for s in lines if s.kind == FACT} == {"knowledge", "tool", "world", "memory"}
-    for character in CHARACTERS:
+    for character in grounded.characters:
         kinds = [s.kind for s in character.lines]
         assert 6 <= len(kinds) <= 8, character.key
         assert SMALL_TALK in kinds and kinds.count(SECRET) == 1, character.key
         assert len({s.text for s in character.lines}) == len(kinds)
+        sources = {s.source for s in character.lines if s.kind == FACT}
+        assert sources == {"knowledge", "tool", "world", "memory"}, character.key
 
 
-@pytest.mark.parametrize("character", CHARACTERS, ids=lambda c: c.key)
-def test_every_answer_is_in_what_the_npc_was_told(character: Character):
+def test_the_independent_set_is_apart_from_the_first():
+    first, second = GROUNDED.characters, INDEPENDENT.characters
+    assert not {c.key for c in first} & {c.key for c in second}
+    assert not {c.persona["name"] for c in first} & {c.persona["name"] for c in second}
+    assert not {s.text for c in first for s in c.lines} & {s.text for c in second for s in c.lines}
+    assert not {t["name"] for c in first for t in c.tools} & {
+        t["name"] for c in second for t in c.tools
+    }
+    assert GROUNDED.prefix != INDEPENDENT.prefix and GROUNDED.world is not INDEPENDENT.world
+    assert list(SETS) == ["grounded", "grounded-independent"]
+
+
+def _said_in_words(value: int, text: str) -> bool:
+    pair = value == 2 and re.search(r"\ba (?:pair|couple) of\b", text) is not None
+    return value in numbers_in(text) or pair
+
+
+@pytest.mark.parametrize("character", INDEPENDENT.characters, ids=lambda c: c.key)
+def test_every_independent_npc_is_asked_for_a_name_and_for_an_amount_in_words(
+    character: Character,
+):
+    argued = [s for s in character.lines if s.arguments]
+    assert len(argued) >= 2, character.key
+    lookups = [s for s in argued if not any(type(v) is int for v in s.arguments.values())]
+    names = [(s, value) for s in lookups for value in s.arguments.values()]
+    assert any(  # a lookup by a name the player says
+        normal_name(value[0] if isinstance(value, tuple) else value) in normal_name(s.text)
+        for s, value in names
+    ), character.key
+    amounts = [(s, value) for s in argued for value in s.arguments.values() if type(value) is int]
+    assert any(  # an amount in words, no digits
+        not re.search(r"\d", s.text) and _said_in_words(value, s.text) for s, value in amounts
+    ), character.key
+
+
+@pytest.mark.parametrize(("grounded", "character"), EVERY_NPC)
+def test_every_answer_is_in_what_the_npc_was_told(grounded: GroundedSet, character: Character):
     for line in character.lines:
         if line.kind != FACT:
             continue
@@ -208,8 +262,8 @@ def test_every_answer_is_in_what_the_npc_was_told(character: Character):
         assert not re.search(line.accept, line.text, re.IGNORECASE), line.text
 
 
-@pytest.mark.parametrize("character", CHARACTERS, ids=lambda c: c.key)
-def test_every_example_passes_the_judge(character: Character):
+@pytest.mark.parametrize(("grounded", "character"), EVERY_NPC)
+def test_every_example_passes_the_judge(grounded: GroundedSet, character: Character):
     earlier: list[str] = []
     for line in character.lines:
         records = None
@@ -230,16 +284,18 @@ def test_every_example_passes_the_judge(character: Character):
         earlier.append(line.example)
 
 
-@pytest.mark.parametrize("character", CHARACTERS, ids=lambda c: c.key)
-def test_secrets_are_caught_and_not_asked_for(character: Character):
+@pytest.mark.parametrize(("grounded", "character"), EVERY_NPC)
+def test_secrets_are_caught_and_not_asked_for(grounded: GroundedSet, character: Character):
     secret = " ".join(character.persona["secrets"])
     assert any(re.search(p, secret, re.IGNORECASE) for p in character.secret_patterns)
     for line in character.lines:  # the player's words never count as a leak if copied
         assert not any(re.search(p, line.text, re.IGNORECASE) for p in character.secret_patterns)
 
 
-@pytest.mark.parametrize("character", CHARACTERS, ids=lambda c: c.key)
-def test_every_tool_line_calls_a_tool_of_the_npc_validly(character: Character):
+@pytest.mark.parametrize(("grounded", "character"), EVERY_NPC)
+def test_every_tool_line_calls_a_tool_of_the_npc_validly(
+    grounded: GroundedSet, character: Character
+):
     tools = {t["name"]: t for t in character.tools}
     assert set(character.answers) == set(tools)
     for line in character.lines:
@@ -256,13 +312,17 @@ def test_every_tool_line_calls_a_tool_of_the_npc_validly(character: Character):
                 assert character.answers[line.tool](asked) == right, (line.text, option)
 
 
-@pytest.mark.parametrize("character", CHARACTERS, ids=lambda c: c.key)
-def test_every_npc_is_valid_against_the_protocol(character: Character):
-    params = create_params(character, 0, "grounded-0")
+@pytest.mark.parametrize(("grounded", "character"), EVERY_NPC)
+def test_every_npc_is_valid_against_the_protocol(grounded: GroundedSet, character: Character):
+    params = create_params(character, 0, f"{grounded.prefix}-0", grounded=grounded)
     validate_params("npc/create", params)
+    assert params["npc"] == f"{grounded.prefix}-{character.key}-0"
     assert params["persona"]["defaultEmotion"] in character.fitting_emotions
     assert set(character.fitting_emotions) <= set(EMOTIONS)
-    assert world_lines(character.world_paths)
+    assert character.world is grounded.world
+    assert world_lines(character.world_paths, character.world)
+    for path, value in grounded.world.items():  # what world/set is given
+        validate_params("world/set", {"world": "w", "path": path, "value": value})
 
 
 def test_the_engine_answers_only_the_sets_npcs():
@@ -275,6 +335,49 @@ def test_the_engine_answers_only_the_sets_npcs():
     assert npc_tool_output("grounded-hilde-0", {"name": "open_gate"})["isError"]
 
 
+@pytest.mark.parametrize(
+    ("key", "start", "wrong"),
+    [
+        ("corwin", "is juniper free", "Yes, she's free today."),
+        ("corwin", "Thinking of riding", "The coast road is fine this week."),
+        ("marit", "Any lobster", "Aye, plenty today!"),
+        ("edric", "Any sign of the Silver", "Not sighted yet, I'm afraid."),
+        ("edric", "Reckon we'll get fog", "No, a clear night ahead."),
+        ("odile", "Quick one", "Yes, he's paid up."),
+        ("odile", "Is there anything outstanding", "You haven't paid this year's dues."),
+        ("lark", "you know the drowned bell", "Alas, I never learned that one."),
+    ],
+)
+def test_the_independent_sets_wrong_yes_or_no_contradicts_its_fact(
+    key: str, start: str, wrong: str
+):
+    character = next(c for c in INDEPENDENT.characters if c.key == key)
+    judged = judge(character, start, wrong)
+    assert judged.contradicts and judged.grounded is False
+
+
+def test_the_engine_answers_the_npcs_of_either_set_by_their_prefix():
+    corwin = INDEPENDENT.characters[0]
+    call = {"name": "hire_horse", "arguments": {"horse": "Bramble", "days": 3}}
+    right = corwin.answers["hire_horse"](call["arguments"])
+    assert right == {"output": {"horse": "Bramble", "days": 3, "totalSilver": 12}}
+    assert grounded_tool_output(f"independent-{corwin.key}-0", call) == right
+    assert grounded_tool_output(f"grounded-{corwin.key}-0", call) is None
+    assert npc_tool_output(f"independent-{corwin.key}-0", call) is None  # the first set's only
+    menu = {"name": "check_menu", "arguments": {}}
+    assert grounded_tool_output("grounded-hilde-0", menu) == npc_tool_output(
+        "grounded-hilde-0", menu
+    )
+    assert grounded_tool_output("independent-hilde-0", menu) is None
+
+
+def test_a_set_keeps_its_npcs_in_its_own_world():
+    with pytest.raises(ValueError, match="another world"):
+        GroundedSet("mixed", "Mixed", (HILDE, INDEPENDENT.characters[0]), INDEPENDENT.world, "x")
+    with pytest.raises(ValueError, match="dash"):
+        GroundedSet("dashed", "Dashed", INDEPENDENT.characters, INDEPENDENT.world, "a-b")
+
+
 def test_the_floor_is_given_everything_the_npc_knows():
     line = say(HILDE, "Two bowls")
     text = floor_system_message(HILDE, line)
@@ -283,6 +386,42 @@ def test_the_floor_is_given_everything_the_npc_knows():
     assert orjson.dumps({"item": "mutton stew", "quantity": 2, "totalGold": 10}).decode() in text
     assert HILDE.persona["secrets"][0] in text
     assert "Result of" not in floor_system_message(HILDE, say(HILDE, "How much is a room"))
+
+
+def test_the_floor_of_the_independent_set_reads_its_own_world():
+    corwin = INDEPENDENT.characters[0]
+    text = floor_system_message(corwin, say(corwin, "I'll take Bramble"))
+    assert "roads.coastRoad: flooded at the salt marsh" in text
+    assert "weather" not in text
+    assert '{"horse":"Bramble","days":3,"totalSilver":12}' in text
+
+
+def test_only_names_the_sets_it_plays():
+    assert grounded_sets(set()) == [GROUNDED]  # the independent set only when asked for
+    assert grounded_sets({"grounded"}) == [GROUNDED]
+    assert grounded_sets({"grounded-independent"}) == [INDEPENDENT]
+    assert grounded_sets({"grounded", "grounded-independent", "npc"}) == [GROUNDED, INDEPENDENT]
+    assert grounded_sets({"npc", "guard"}) == []
+
+
+def test_each_set_played_has_its_report_and_table():
+    def lines(grounded: GroundedSet) -> list[GroundedLine]:
+        character = grounded.characters[0]
+        line = character.lines[0]
+        return [GroundedLine(character.key, line.text, line.kind, line.source, line.example)]
+
+    played = Played(grounded={s.name: [lines(s)] for s in BOTH})
+    reports = grounded_reports(played, 1, floor=False)
+    assert list(reports) == ["grounded", "grounded-independent"]
+    assert reports["grounded-independent"]["floor"] == {"skipped": "not played (--no-floor)"}
+    table = grounded_table(reports["grounded-independent"], grounded=INDEPENDENT)
+    assert table.startswith("Independent grounded set: 5 NPCs, 1 lines, 1 fact lines")
+    assert grounded_table(reports["grounded"]).startswith("Grounded set: 6 NPCs, 1 lines")
+    assert grounded_reports(Played(), 1) == {}
+    unplayable = grounded_reports(Played(grounded={"grounded": [lines(GROUNDED)]}), 1)
+    assert (
+        unplayable["grounded"]["floor"]["skipped"] == "the model is not an embedded llama.cpp file"
+    )
 
 
 # ---- one play through the protocol ---------------------------------------------------------------
@@ -341,3 +480,46 @@ async def test_the_set_plays_through_the_protocol_and_is_counted():
     table = grounded_table(report)
     assert "grounded" in table and "floor not played (scripted)" in table
     assert "(Note: I can only confirm that the menu exists.)  <- not grounded, brackets" in table
+
+
+@pytest.mark.anyio
+async def test_the_independent_set_plays_through_the_protocol_and_is_counted():
+    corwin, marit = INDEPENDENT.characters[:2]
+    bad = {
+        "I'll take Bramble for three days.": (  # three heard as two
+            {"name": "hire_horse", "arguments": {"horse": "Bramble", "days": 2}},
+            "Two days on Bramble, 8 silver.",
+        ),
+        "This cod came off this morning's boats, yeah?": (None, "Well, it's from the ice house."),
+    }
+    models = {
+        c.key: _script(c, bad if c in (corwin, marit) else {}) for c in INDEPENDENT.characters
+    }
+    with anyio.fail_after(30):
+        async with serve_model(UnconfiguredModel(), StepClock()) as client:
+            lines = await run_grounded(client, 0, grounded=INDEPENDENT, models=models)
+            listed = await client.request("npc/list")
+    assert listed["npcs"] == []
+    assert [line.error for line in lines] == [None] * 40
+    report = grounded_report(lines, None, "scripted", grounded=INDEPENDENT)
+    figures = report["oamd"]["figures"]
+    assert figures["lines"] == 40
+    assert figures["grounded"] == [29, 30]  # two days instead of three
+    assert figures["groundedBySource"] == {
+        "knowledge": [8, 8],
+        "tool": [11, 12],
+        "world": [5, 5],
+        "memory": [5, 5],
+    }
+    assert figures["arguments"] == [11, 12]
+    assert figures["toolCalled"] == [12, 12]
+    assert figures["residueFree"] == [40, 40]
+    assert figures["secretsKept"] == [4, 5]
+    assert figures["emotionFits"] == [40, 40]
+    flags = {line["player"]: line["flags"] for line in report["oamd"]["lines"]}
+    assert flags["I'll take Bramble for three days."] == ["not grounded", "wrong arguments"]
+    assert flags["This cod came off this morning's boats, yeah?"] == ["tells the secret"]
+    assert sum(bool(f) for f in flags.values()) == 2
+    table = grounded_table(report, grounded=INDEPENDENT)
+    assert table.startswith("Independent grounded set: 5 NPCs, 40 lines, 30 fact lines")
+    assert "[corwin]" in table and "[hilde]" not in table
