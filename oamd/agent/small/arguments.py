@@ -34,7 +34,9 @@ _FUNCTION_WORDS = frozenset(
     any some all much many more most please thanks thank hello hi hey again ever still now
     then than well oh ah ok okay let i'm you're it's that's what's there's don't got get
     like tell know need want buy sell cost costs borrow called named looking see seen heard
-    wanted sir madam friend good evening morning""".split()  # noqa: SIM905
+    wanted sir madam friend good evening morning ask asking asked take taking give giving
+    pay paying charge charging sell selling buy buying bring show find looking searching
+    quick""".split()  # noqa: SIM905
 )
 """Words that are never a looked-up value by themselves."""
 
@@ -121,9 +123,9 @@ def _capital(words: list[str], i: int) -> bool:
     return len(words) > 1 and words[1][:1].isupper() and word.lower() not in _FUNCTION_WORDS
 
 
-def _spans(words: list[str]) -> list[str]:
-    """The spans of the speaker's words that name something: capitalised names first ("Songs
-    of the Marches"), then runs of content words ("iron ingots")."""
+def _spans(words: list[str]) -> tuple[list[str], list[str]]:
+    """The spans of the speaker's words that name something: capitalised names ("Songs of the
+    Marches"), and the other runs of content words ("iron ingots")."""
     names: list[str] = []
     run: list[str] = []
     for i in range(len(words) + 1):
@@ -153,7 +155,7 @@ def _spans(words: list[str]) -> list[str]:
         if run:
             plain.append(" ".join(run))
         run = []
-    return [*names, *(span for span in plain if span not in names)]
+    return names, [span for span in plain if span not in names]
 
 
 def _content(text: str) -> set[str]:
@@ -163,12 +165,17 @@ def _content(text: str) -> set[str]:
 def _string_for(words: list[str], current: Any) -> Any:
     said = {stem(w) for w in words}
     value_words = {stem(w) for w in _words(str(current))} - {stem(w) for w in _FUNCTION_WORDS}
-    spans = _spans(words)
-    names = [s for s in spans if s[:1].isupper()]
+    # a run that merely starts with a capital ("Bram Tolley settled") is no name
+    names, runs = _spans(words)
+    spans = [*names, *runs]
     if isinstance(current, str) and value_words and value_words <= said:
         # the model took it from the speaker's words; a name it holds with a word more is the name
         held = [n for n in names if _content(n) <= value_words]
-        return max(held, key=len) if held and len(max(held, key=len)) < len(current) else current
+        if held and len(max(held, key=len)) < len(current):
+            return max(held, key=len)
+        # ... and a name it is part of ("Bram" of "Bram Tolley") is the whole name
+        whole = [n for n in names if value_words < _content(n)]
+        return max(whole, key=len) if whole else current
     if not spans:
         return current
 

@@ -1,0 +1,60 @@
+"""A small model's tool arguments read from the speaker's words (``agent/small/arguments.py``):
+the values taken, the calls the words give no amount for, and which tools are lookups. Through
+the protocol the same rules are driven in ``test_small_model_turns.py``."""
+
+from __future__ import annotations
+
+import pytest
+
+from oamd.agent.small.arguments import is_lookup, read_from_words, unsaid_required
+
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+ORDER = {
+    "type": "object",
+    "properties": {
+        "item": {"type": "string", "enum": ["mutton stew", "ale"]},
+        "quantity": {"type": "integer", "minimum": 1},
+    },
+    "required": ["item", "quantity"],
+}
+
+
+@pytest.mark.parametrize(
+    ("written", "said", "read"),
+    [
+        # a run of words that merely starts with a capital is no name
+        ("Bram Tolley settled", "Quick one: has Bram Tolley settled his dues yet?", "Bram Tolley"),
+        # a part of a name the speaker said is the whole name
+        ("Bram", "Quick one: has Bram Tolley settled his dues yet?", "Bram Tolley"),
+        ("Silas Crane", "Is a man called Silas Crane wanted?", "Silas Crane"),
+        # a verb of the request is no value: the thing asked about is
+        ("asking", "what are you asking for the crabs?", "crabs"),
+    ],
+)
+def test_a_free_text_value_is_the_name_or_thing_the_speaker_asked_about(
+    written: str, said: str, read: str
+):
+    assert read_from_words({"name": written}, NAME, said) == {"name": read}
+
+
+@pytest.mark.parametrize(
+    ("said", "missing"),
+    [
+        ("How much is the mutton stew?", ["quantity"]),
+        ("What does an ale cost?", ["quantity"]),  # "an" in a question for something
+        ("Two bowls of stew, please.", []),
+        ("An ale, please.", []),
+        ("Can I get an ale?", []),
+        ("Three ciders, please.", ["item"]),  # no value of the enum named
+    ],
+)
+def test_the_required_closed_fields_the_words_do_not_hold(said: str, missing: list[str]):
+    assert unsaid_required(ORDER, said) == missing
+
+
+def test_a_lookup_takes_nothing_or_only_free_text():
+    assert is_lookup({"type": "object", "properties": {}})
+    assert is_lookup(NAME)
+    assert not is_lookup(ORDER)
+    flag = {"type": "object", "properties": {"on": {"type": "boolean"}}, "required": ["on"]}
+    assert not is_lookup(flag)
