@@ -46,7 +46,7 @@ STOP_WORDS = frozenset(
     must not no yes so too very just also any some all each every much many more most few
     lot lots please thank thanks hello hi hey again ever still yet now then than well oh ah
     ok okay let let's i'm you're it's that's what's there's don't do you'd i'd i'll you'll
-    got get like tell know""".split()  # noqa: SIM905
+    got get like tell know up down out off over away back around along""".split()  # noqa: SIM905
 )
 
 _NO_AMOUNT = frozenset({"a", "an", "single", "couple", "pair", "both"})
@@ -356,8 +356,9 @@ class Grounding:
 
     def __post_init__(self) -> None:
         asked = Asked.of(self.player_line)
-        clauses = [c for f in self.facts for c in text_clauses(f, asked)]
-        clauses += [c for o in self.outputs for c in tool_clauses(o.value, asked, o.unit)]
+        # the tools' clauses first: a tool was called for this line, and wins a tie
+        clauses = [c for o in self.outputs for c in tool_clauses(o.value, asked, o.unit)]
+        clauses += [c for f in self.facts for c in text_clauses(f, asked)]
         self._values = set().union(*(c.values for c in clauses)) if clauses else set()
         told = " ".join([*self.facts, *(" ".join(_leaves(o.value)) for o in self.outputs)])
         self._known_numbers = numbers_in(f"{told} {self.player_line}")

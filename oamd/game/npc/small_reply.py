@@ -259,11 +259,11 @@ class _Candidate:
         opening = grounding.opening
         if opening and line.startswith(opening) and problems:
             # the opening says the fact, names and all ("No, Songs of the Marches is not
-            # available"): only what the model wrote after it can copy the player or itself
+            # available"): only what the model wrote after it can copy the player
             rest = line[len(opening) :].strip(" ,.;!?")
-            written = line_problems(rest, player_line, earlier, name) if rest else []
-            copied = {"copies the player", "repeats itself"}
-            problems = [p for p in problems if p not in copied or p in written]
+            written = line_problems(rest, player_line, [], name) if rest else []
+            copied = "copies the player"
+            problems = [p for p in problems if p != copied or p in written]
         if grounding.tells_secret(line):
             problems.append("tells a secret")
         return cls(
