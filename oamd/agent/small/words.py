@@ -4,7 +4,9 @@ and one rough stemmer, so both match a word the same way."""
 
 from __future__ import annotations
 
-__all__ = ["NUMBER_WORDS", "stem"]
+import re
+
+__all__ = ["NUMBER_WORDS", "is_question", "stem"]
 
 NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -30,3 +32,17 @@ def stem(word: str) -> str:
     if len(w) > 3 and w.endswith("e"):
         w = w[:-1]
     return w
+
+
+_QUESTION = re.compile(
+    r"(?:^|[.!?;]\s+)\W*(?:\w+,\s*)?(?:what|what's|who|who's|whom|whose|where|where's|when|why|"
+    r"how|which|is|are|was|were|do|does|did|have|has|had|can|could|will|would|shall|should|"
+    r"may|any)\b",
+    re.IGNORECASE,
+)
+
+
+def is_question(text: str) -> bool:
+    """Whether a sentence of ``text`` opens as a question ("Evening! What's on the menu?",
+    "Rowan, is she wanted?"); a statement ending in "?" ("Quiet night on the walls?") is not."""
+    return bool(_QUESTION.search(text))
