@@ -137,7 +137,7 @@ async def test_an_npc_line_is_free_text_with_the_tools_facts_and_its_emotion_cho
         "respond": ["Stew is five gold, love. Ale is three. More words here."],
         "playerOptions": [" One stew please\n2. Any ale?\n3. Goodbye\n4. More"],
     }
-    (result,) = await talk(model, ["What's on the menu?"], tools=[MENU_TOOL])
+    (result,) = await talk(model, ["Tell me the menu."], tools=[MENU_TOOL])
     assert result["line"] == "Stew is five gold, love. Ale is three."  # maxSentences 2
     assert result["emotion"] == "happy"
     assert result["endsConversation"] is False
@@ -149,7 +149,7 @@ async def test_an_npc_line_is_free_text_with_the_tools_facts_and_its_emotion_cho
     reply = next(r for r in model.requests if r.kind == "respond")
     # plain chat: a short prose persona, the fact in plain words, then the player's words last
     assert reply.messages[0].content.startswith("You are Mira, the innkeeper.")
-    assert reply.messages[-1].content == "You looked it up: stew 5, ale 3.\nWhat's on the menu?"
+    assert reply.messages[-1].content == "You looked it up: stew 5, ale 3.\nTell me the menu."
     assert reply.schema is None and reply.stop == ("\n",)
     assert "{" not in reply.messages[0].content
 
@@ -792,3 +792,45 @@ async def test_a_question_about_one_item_orders_nothing():
     )
     assert asked["toolCalls"] == []  # "a" in a question for something is no amount ordered
     assert ordered["toolCalls"][0]["call"]["arguments"] == {"remedy": "cough syrup", "quantity": 1}
+
+
+async def test_a_question_the_menu_answers_without_naming_a_dish_opens_with_the_menu_listed():
+    model = SmallModel(wants("menu"))
+    model.replies = {"respond": [", love."]}
+    (result,) = await talk(
+        model,
+        ["Evening! What's on the menu tonight?"],
+        tools=[MENU_TOOL],
+        options={"playerOptionCount": 0},
+    )
+    assert result["line"] == "Stew is 5 gold and ale is 3 gold, love."
+
+
+async def test_an_orders_total_is_said_in_the_currency_of_the_npcs_other_tools():
+    order = {
+        "name": "place_order",
+        "description": "Place an order the guest asks for.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "item": {"type": "string", "enum": ["stew", "ale"]},
+                "quantity": {"type": "integer"},
+            },
+            "required": ["item", "quantity"],
+        },
+    }
+
+    async def kitchen(params: dict[str, Any]) -> dict[str, Any]:
+        arguments = params["call"]["arguments"]
+        return {"output": {"ok": True, **arguments, "total": 5 * arguments["quantity"]}}
+
+    model = SmallModel(wants("Place an order"))
+    model.replies = {"toolArguments": ['{"item": "stew", "quantity": 2}'], "respond": ["."]}
+    (result,) = await talk(
+        model,
+        ["Two bowls of stew, please."],
+        kitchen,
+        tools=[MENU_TOOL, order],
+        options={"playerOptionCount": 0},
+    )
+    assert result["line"] == "That will be 10 gold."

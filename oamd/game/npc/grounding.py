@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from oamd.agent.small.words import NUMBER_WORDS, stem
+from oamd.agent.small.words import NUMBER_WORDS, is_question, stem
 
 __all__ = [
     "Asked",
@@ -25,6 +25,7 @@ __all__ = [
     "Grounding",
     "ToolAnswer",
     "content_words",
+    "listing",
     "numbers_in",
     "relevant_facts",
     "said_values",
@@ -109,11 +110,6 @@ _ASKING_PRICE = frozenset(stem(w) for w in (*_ASKS_AMOUNT, "total", "in", "per",
 _COUNTED = frozenset(stem(w) for w in ("stock", "available", "left", "remaining", "count"))
 """Words of a field whose whole number says how many there are (``inStock``)."""
 
-_QUESTION = re.compile(
-    r"^\W*(?:\w+,\s*)?(?:what|what's|who|who's|whom|whose|where|where's|when|why|how|which|"
-    r"is|are|was|were|do|does|did|have|has|had|can|could|will|would|shall|should|may|any)\b",
-    re.IGNORECASE,
-)
 _YES_NO = re.compile(
     r"(?:^\W*|[,;]\s*)(?:is|are|was|were|do|does|did|have|has|had|can|could|will|any)\b",
     re.IGNORECASE,
@@ -150,7 +146,7 @@ class Asked:
         lower = {w.lower() for w in _WORD.findall(line)}
         return cls(
             frozenset(words),
-            bool(_QUESTION.search(line)),  # "Quiet night on the walls?" asks for no fact
+            is_question(line),  # "Quiet night on the walls?" asks for no fact
             bool(lower & _ASKS_AMOUNT),
             bool(_YES_NO.search(line)),
             frozenset(str(n) for n in numbers_in(line)),
@@ -334,6 +330,23 @@ def tool_clauses(value: Any, asked: Asked, unit: str = "") -> list[Clause]:
     return out
 
 
+MAX_LISTED = 4
+"""Names a listing opening says at most ("Stew is 5 gold, ale is 3 gold, …")."""
+
+
+def listing(value: Any, unit: str = "") -> str:
+    """A tool's output of names with amounts (a menu, a price list) said as one sentence:
+    ``Mutton stew is 5 gold, ale is 3 gold and bread is 1 gold``; empty for any other shape."""
+    if not isinstance(value, dict) or len(value) < 2:
+        return ""
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()):
+        return ""
+    said = [f"{_field_words(str(k))} is {f'{v} {unit}'.strip()}" for k, v in value.items()]
+    said = said[:MAX_LISTED]
+    text = ", ".join(said[:-1]) + f" and {said[-1]}"
+    return text[:1].upper() + text[1:]
+
+
 def _numbers_only(values: set[str]) -> set[str]:
     return {v for v in values if v[:1].isdigit()}
 
@@ -364,6 +377,12 @@ class Grounding:
         self._known_numbers = numbers_in(f"{told} {self.player_line}")
         self._secret_words = [content_words(s) - asked.words for s in self.secrets]
         self._asked, self._answer = _answering(clauses, asked)
+        if self._answer is None and not self._asked and asked.question:
+            # a question no clause shares a word with ("What's on the menu tonight?") is
+            # answered by what the tool listed, when it listed names with amounts
+            listed = next((t for o in self.outputs if (t := listing(o.value, o.unit))), "")
+            if listed:
+                self._answer = Clause(frozenset(), frozenset(), True, listed, True, True)
 
     @property
     def expects_fact(self) -> bool:

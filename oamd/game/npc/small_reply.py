@@ -223,8 +223,10 @@ def _grounding(
     spoken = _spoken(said.line)
     told = spec.prompt[: -len(spoken)] if spec.prompt.endswith(spoken) else spec.prompt
     units = {tool.name: unit_of(tool.description) for tool in spec.tools}
+    # an NPC's tools share a currency: an order's total is in the menu's gold
+    common = next((unit for unit in units.values() if unit), "")
     outputs = [
-        ToolAnswer(record.output.value, units.get(record.call.name, ""))
+        ToolAnswer(record.output.value, units.get(record.call.name) or common)
         for record in records
         if not record.output.is_error
     ]
