@@ -414,6 +414,24 @@ def test_the_copy_check_reads_a_bounded_part_of_each_text():
 
 # ---- grounded lines (issue 34): facts before the line, candidates, arguments from the words ----
 
+SELL_TOOL = {
+    "name": "sell",
+    "description": "Sell remedies to the customer.",
+    "parameters": {
+        "type": "object",
+        "properties": {"remedy": {"type": "string"}, "quantity": {"type": "integer"}},
+        "required": ["remedy", "quantity"],
+    },
+}
+STOCK_TOOL = {
+    "name": "check_stock",
+    "description": "Look up an item in the stock book.",
+    "parameters": {
+        "type": "object",
+        "properties": {"item": {"type": "string"}},
+        "required": ["item"],
+    },
+}
 INNKEEPER = {
     **PERSONA,
     "knowledge": ["A room costs 6 gold a night.", "The stable boy is called Pip."],
@@ -607,22 +625,13 @@ async def test_a_silent_player_gets_a_line_and_no_fact_is_read_from_nothing():
 
 
 async def test_a_lookup_is_not_offered_when_a_fact_the_npc_was_told_answers_the_line():
-    stock = {
-        "name": "check_stock",
-        "description": "Look up an item in the stock book.",
-        "parameters": {
-            "type": "object",
-            "properties": {"item": {"type": "string"}},
-            "required": ["item"],
-        },
-    }
     model = SmallModel(wants("stock"))
     model.replies = {"toolArguments": ['{"item": "iron"}'], "respond": [", as ever.", "Aye."]}
     answered, looked_up = await talk(
         model,
         ["When is the next market day?", "Do you have iron ingots?"],
         persona={**PERSONA, "knowledge": ["The next market day is on Friday."]},
-        tools=[stock],
+        tools=[STOCK_TOOL],
         options={"playerOptionCount": 0},
     )
     # the told fact answers the first line: no lookup is offered, the fact opens the line
@@ -682,15 +691,6 @@ async def test_a_yes_or_no_a_lookup_returned_opens_the_answer_to_a_yes_no_questi
 
 
 async def test_an_orders_total_opens_the_reply_to_the_order():
-    order = {
-        "name": "sell",
-        "description": "Sell remedies to the customer.",
-        "parameters": {
-            "type": "object",
-            "properties": {"remedy": {"type": "string"}, "quantity": {"type": "integer"}},
-            "required": ["remedy", "quantity"],
-        },
-    }
 
     async def till(params: dict[str, Any]) -> dict[str, Any]:
         arguments = params["call"]["arguments"]
@@ -705,7 +705,7 @@ async def test_an_orders_total_opens_the_reply_to_the_order():
         model,
         ["Three healing salves, please."],
         till,
-        tools=[order],
+        tools=[SELL_TOOL],
         options={"playerOptionCount": 0},
     )
     assert result["toolCalls"][0]["call"]["arguments"]["quantity"] == 3
@@ -741,15 +741,6 @@ async def test_an_opened_line_ends_with_its_first_sentence_and_one_inventing_a_n
 
 
 async def test_a_count_a_lookup_returned_answers_a_do_you_have_question_yes_or_no():
-    stock = {
-        "name": "check_stock",
-        "description": "Look up an item in the stock book.",
-        "parameters": {
-            "type": "object",
-            "properties": {"item": {"type": "string"}},
-            "required": ["item"],
-        },
-    }
 
     async def book(params: dict[str, Any]) -> dict[str, Any]:
         item = params["call"]["arguments"]["item"]
@@ -764,7 +755,7 @@ async def test_a_count_a_lookup_returned_answers_a_do_you_have_question_yes_or_n
         model,
         ["Do you have iron ingots?", "Have you got any chain mail?"],
         book,
-        tools=[stock],
+        tools=[STOCK_TOOL],
         options={"playerOptionCount": 0},
     )
     assert ingots["line"] == "Yes, 14 in stock, fresh from the forge."
@@ -772,22 +763,13 @@ async def test_a_count_a_lookup_returned_answers_a_do_you_have_question_yes_or_n
 
 
 async def test_a_question_about_one_item_orders_nothing():
-    order = {
-        "name": "sell",
-        "description": "Sell remedies to the customer.",
-        "parameters": {
-            "type": "object",
-            "properties": {"remedy": {"type": "string"}, "quantity": {"type": "integer"}},
-            "required": ["remedy", "quantity"],
-        },
-    }
     model = SmallModel(wants("Sell"))
     model.replies = {"toolArguments": ['{"remedy": "cough syrup", "quantity": 1}'] * 2}
     model.replies["respond"] = ["Ask me about the syrup.", "One syrup, then."]
     asked, ordered = await talk(
         model,
         ["What does a cough syrup cost?", "A cough syrup, please."],
-        tools=[order],
+        tools=[SELL_TOOL],
         options={"playerOptionCount": 0},
     )
     assert asked["toolCalls"] == []  # "a" in a question for something is no amount ordered
