@@ -33,7 +33,8 @@ from oamd.agent.trace import TurnScope
 from oamd.agent.turn_spec import TurnSettings, TurnSpec
 from oamd.backends.base import ChatMessage, GenerationRequest, Sampling
 from oamd.errors import ModelError
-from oamd.game.npc.grounding import Grounding, ToolAnswer, as_sentences, unit_of
+from oamd.game.npc.clauses import ToolAnswer, unit_of
+from oamd.game.npc.grounding import Grounding, as_sentences
 from oamd.game.npc.line_guard import (
     RESIDUE,
     clean_line,
