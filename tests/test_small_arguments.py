@@ -52,6 +52,16 @@ def test_the_required_closed_fields_the_words_do_not_hold(said: str, missing: li
     assert unsaid_required(ORDER, said) == missing
 
 
+def test_a_word_an_enum_value_starts_names_it():
+    gate = {
+        "type": "object",
+        "properties": {"gate": {"type": "string", "enum": ["north", "south"]}},
+        "required": ["gate"],
+    }
+    assert unsaid_required(gate, "Open the northern gate, please.") == []
+    assert unsaid_required(gate, "Open the gate, please.") == ["gate"]
+
+
 def test_a_lookup_takes_nothing_or_only_free_text():
     assert is_lookup({"type": "object", "properties": {}})
     assert is_lookup(NAME)

@@ -234,6 +234,15 @@ def _is_article(word: str) -> bool:
     return word.lower() in ("a", "an")
 
 
+def _names_choice(choice: str, said: set[str]) -> bool:
+    """Whether the speaker's word stems name an enum value: a word of it, or a word it starts
+    ("northern" names ``north``, "stewed" ``stew``)."""
+    for word in {stem(w) for w in _words(choice)}:
+        if word in said or (len(word) >= 4 and any(s.startswith(word) for s in said)):
+            return True
+    return False
+
+
 def unsaid_required(schema: dict[str, Any], said: str) -> list[str]:
     """The required closed fields of a tool (integers, numbers, enums) whose value ``said``
     does not hold: no number at all for an amount ("a room" is one, "no horses" zero), no
@@ -252,7 +261,7 @@ def unsaid_required(schema: dict[str, Any], said: str) -> list[str]:
             continue
         kind, choices = field.get("type"), field.get("enum")
         if isinstance(choices, list) and choices:
-            named = any({stem(w) for w in _words(str(c))} & stems for c in choices if c is not None)
+            named = any(_names_choice(str(c), stems) for c in choices if c is not None)
             if not named:
                 missing.append(name)
         elif kind in ("integer", "number") and _named_number(words, name) is None:
