@@ -8,7 +8,9 @@ likelihoods; ``oamd.agent.small``), then the line as free text, ending at a newl
 persona's ``max_sentences`` are complete; then, where the backend scores texts, the emotion and
 whether the line ends the conversation chosen by likelihood (``agent.small.lift``: each answer's
 lift over its likelihood after a neutral exchange) — the questions are this module's — and the
-player's options written as one numbered list. A line the guard (``oamd.game.npc.line_guard``)
+player's options written as one numbered list. When a fact it was told or a tool returned
+clearly answers the player (``oamd.game.npc.grounding``), the line opens with it in the NPC's
+words and ends with that sentence. A line the guard (``oamd.game.npc.line_guard``)
 refuses is written once more with hotter sampling and a harder repetition penalty, then replaced
 by a fallback line as the reference's fallback rule says (the exchange is not kept). Scripted
 models never come here: the reference's tests script exact lines.
@@ -194,8 +196,9 @@ async def _written(
 
 
 MAX_CANDIDATES = 3
-"""Lines written for one turn at most: the first that carries a fact it was given (or, when it
-was given none, the first the guard lets through) stands; else the best of them."""
+"""Lines written for one turn at most: the first that carries a value the question asks for and
+invents no number (or, when it was told nothing, the first the guard lets through) stands; else
+the best of them."""
 
 
 def _retry_sampling(sampling: Sampling) -> Sampling:
