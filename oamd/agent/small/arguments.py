@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from oamd.agent.small.words import NUMBER_WORDS, stem
+from oamd.agent.small.words import NUMBER_WORDS, is_wh_question, stem
 
 __all__ = ["is_lookup", "read_from_words", "unsaid_required"]
 
@@ -226,10 +226,6 @@ def read_from_words(arguments: dict[str, Any], schema: dict[str, Any], said: str
     return out
 
 
-_WH_QUESTION = re.compile(r"\W*(?:what|how|where|when|why|who|which)\b", re.IGNORECASE)
-"""A question for something ("What does a cough syrup cost?"): its "a" is no amount ordered."""
-
-
 def _is_article(word: str) -> bool:
     return word.lower() in ("a", "an")
 
@@ -253,7 +249,7 @@ def unsaid_required(schema: dict[str, Any], said: str) -> list[str]:
         return []
     words = _words(said)
     stems = {stem(w) for w in words if w.lower() not in _FUNCTION_WORDS}
-    asking = bool(_WH_QUESTION.match(said))
+    asking = is_wh_question(said)  # "What does a cough syrup cost?": its "a" orders nothing
     missing = []
     for name in schema.get("required") or ():
         field = properties.get(name)

@@ -14,7 +14,6 @@ turns share their first tokens, and a small model sees little of its own past wo
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +29,7 @@ from oamd.agent.entries import (
 )
 from oamd.agent.events import TurnResult
 from oamd.agent.history import History, Window
+from oamd.agent.small.words import field_words
 from oamd.agent.tools import MAX_TOOL_OUTPUT_CHARS, ToolOutput
 from oamd.agent.turn_spec import TurnSpec
 from oamd.backends.base import ChatMessage, estimate_tokens
@@ -56,19 +56,11 @@ HISTORY_LOW_WATER_SHARE = 0.4
 it, so the window then stays put for a few turns (and the cache keeps hitting)."""
 
 
-_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
-
-
-def _key(key: str) -> str:
-    """A field name in words: ``priceSilver`` → ``price silver``, ``in_stock`` → ``in stock``."""
-    return _CAMEL.sub(" ", key).replace("_", " ").lower()
-
-
 def _plain(value: Any) -> str:
     """A tool's output or arguments as a small model reads them: ``stew 5, ale 3``,
     ``in stock 14, price silver 4``."""
     if isinstance(value, dict):
-        return ", ".join(f"{_key(str(key))} {_plain(item)}" for key, item in value.items())
+        return ", ".join(f"{field_words(str(key))} {_plain(item)}" for key, item in value.items())
     if isinstance(value, list):
         return ", ".join(_plain(item) for item in value)
     if isinstance(value, str):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["NUMBER_WORDS", "is_question", "stem"]
+__all__ = ["NUMBER_WORDS", "field_words", "is_question", "is_wh_question", "stem"]
 
 NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -46,3 +46,19 @@ def is_question(text: str) -> bool:
     """Whether a sentence of ``text`` opens as a question ("Evening! What's on the menu?",
     "Rowan, is she wanted?"); a statement ending in "?" ("Quiet night on the walls?") is not."""
     return bool(_QUESTION.search(text))
+
+
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def field_words(key: str) -> str:
+    """A field name in words: ``priceSilver`` → ``price silver``, ``in_stock`` → ``in stock``."""
+    return _CAMEL.sub(" ", key).replace("_", " ").lower()
+
+
+_WH_QUESTION = re.compile(r"\W*(?:what|how|where|when|why|who|which)\b", re.IGNORECASE)
+
+
+def is_wh_question(text: str) -> bool:
+    """Whether ``text`` opens by asking for something ("What does a cough syrup cost?")."""
+    return bool(_WH_QUESTION.match(text))

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from oamd.agent.small.words import NUMBER_WORDS, is_question, stem
+from oamd.agent.small.words import NUMBER_WORDS, field_words, is_question, stem
 
 __all__ = [
     "ASKS_AMOUNT",
@@ -176,10 +176,6 @@ def text_clauses(text: str, asked: Asked) -> list[Clause]:
     return out
 
 
-def _field_words(key: str) -> str:
-    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", key).replace("_", " ").lower()
-
-
 def scalar(value: Any) -> bool:
     return isinstance(value, str | int | float) and not isinstance(value, bool)
 
@@ -204,7 +200,7 @@ class ToolAnswer:
 def _amount(item: Any, key: str, unit: str) -> str:
     """A number as a line says it: with its unit, from the field's name ("price silver") or
     the tool's description."""
-    words = _field_words(key).split()
+    words = field_words(key).split()
     named = [w for w in words if stem(w) not in _ASKING_PRICE]
     priced = any(stem(w) in _PRICED for w in words)
     return f"{item} {named[-1] if priced and named else unit}".strip()
@@ -244,12 +240,12 @@ def tool_clauses(value: Any, asked: Asked, unit: str = "") -> list[Clause]:
     act = any(isinstance(v, int) and str(v) in asked.numbers for _, v in fields)
     out: list[Clause] = []
     for key, item in fields:
-        key_words = content_words(_field_words(key))
+        key_words = content_words(field_words(key))
         if isinstance(item, bool):
             if not (subject and asked.yes_no):
                 continue
             said = "is" if item else "is not"
-            opening = f"{'Yes' if item else 'No'}, {subject.strip()} {said} {_field_words(key)}"
+            opening = f"{'Yes' if item else 'No'}, {subject.strip()} {said} {field_words(key)}"
             values = {YES if item else NO} | (others - asked.words)
             out.append(
                 Clause(frozenset(key_words | about), frozenset(values), False, opening, True, True)
@@ -283,11 +279,11 @@ def tool_clauses(value: Any, asked: Asked, unit: str = "") -> list[Clause]:
         elif number and priced and subject and act:
             opening, opens = f"That will be {_amount(item, key, unit)}", True
         elif number and priced and asked.amount:
-            opening, opens = f"The {_field_words(key)} is {_amount(item, key, unit)}", True
+            opening, opens = f"The {field_words(key)} is {_amount(item, key, unit)}", True
         elif isinstance(item, int) and subject and asked.yes_no and key_words & _COUNTED:
             # "Have you got any chain mail?" with ``inStock: 0``: the count is the yes or no
             said = f"Yes, {item}" if item > 0 else "No, none"
-            opening, opens = f"{said} {_field_words(key)}", True
+            opening, opens = f"{said} {field_words(key)}", True
             values = {*values, YES if item > 0 else NO}
         out.append(
             Clause(
@@ -313,7 +309,7 @@ def listing(value: Any, unit: str = "") -> str:
         return ""
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()):
         return ""
-    said = [f"{_field_words(str(k))} is {f'{v} {unit}'.strip()}" for k, v in value.items()]
+    said = [f"{field_words(str(k))} is {f'{v} {unit}'.strip()}" for k, v in value.items()]
     said = said[:MAX_LISTED]
     text = ", ".join(said[:-1]) + f" and {said[-1]}"
     return text[:1].upper() + text[1:]

@@ -130,10 +130,15 @@ async def run_small_model_talk(
     return outcome
 
 
+def _told_part(prompt: str, line: str) -> str:
+    """The facts a turn's prompt placed before the player's words (which end it)."""
+    spoken = _spoken(line)
+    return prompt[: -len(spoken)] if prompt.endswith(spoken) else prompt
+
+
 def _told_answer(line: str, prompt: str) -> bool:
     """Whether a fact placed before the player's words clearly answers them."""
-    spoken = _spoken(line)
-    told = prompt[: -len(spoken)] if prompt.endswith(spoken) else prompt
+    told = _told_part(prompt, line)
     return bool(told.strip()) and bool(Grounding([told], line).opening)
 
 
@@ -224,8 +229,7 @@ def _grounding(
 ) -> Grounding:
     """What this line was told: the facts placed before it (the prompt less the player's own
     words, which end it) and what its tools returned."""
-    spoken = _spoken(said.line)
-    told = spec.prompt[: -len(spoken)] if spec.prompt.endswith(spoken) else spec.prompt
+    told = _told_part(spec.prompt, said.line)
     units = {tool.name: unit_of(tool.description) for tool in spec.tools}
     # an NPC's tools share a currency: an order's total is in the menu's gold
     common = next((unit for unit in units.values() if unit), "")
