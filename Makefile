@@ -210,8 +210,10 @@ eval-grounded-independent: $(STAMP)
 
 # An OpenAI-compatible llama.cpp server with the packaged model, for --model openai:…
 LLAMA_PORT ?= 8080
+# llama-cpp-python's server takes half the cores unless told; the embedded backend uses them all
+LLAMA_THREADS ?= $(shell nproc)
 llama-server: $(STAMP)
-	$(PY) -m llama_cpp.server --host 127.0.0.1 --port $(LLAMA_PORT) --n_ctx 4096 \
+	$(PY) -m llama_cpp.server --host 127.0.0.1 --port $(LLAMA_PORT) --n_ctx 4096 --n_threads $(LLAMA_THREADS) \
 		--model "$$($(PY) -c 'from oamd.backends.llamacpp.model import packaged_model_path as p; print(p())')"
 
 clean:

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from oamd.backends._plain_chat import plain_message
 from oamd.backends.base import ChatMessage, Sampling, ScoredText
 from oamd.backends.llamacpp.scoring import Scorer, parallel_context, shared_length
 from oamd.backends.llamacpp.threads import ThreadPolicy
@@ -62,13 +63,6 @@ def llama_cpp_version() -> str | None:
     except ImportError:
         return None
     return str(getattr(llama_cpp, "__version__", "unknown"))
-
-
-def _message(message: ChatMessage) -> dict[str, str]:
-    if message.role == "tool":  # chat templates of small models know no tool role
-        name = message.tool_name or "tool"
-        return {"role": "user", "content": f"Output of {name}: {message.content}"}
-    return {"role": message.role, "content": message.content}
 
 
 class LlamaRuntime:
@@ -143,7 +137,7 @@ class LlamaRuntime:
         self, messages: Sequence[ChatMessage], reply_prefix: str = ""
     ) -> tuple[list[int], list[str]]:
         """The chat prompt (and the start of the reply) as tokens, and the template's stops."""
-        result = self._formatter(messages=[_message(m) for m in messages])
+        result = self._formatter(messages=[plain_message(m) for m in messages])
         tokens = self.llm.tokenize(
             (result.prompt + self._answer_opening + reply_prefix).encode("utf-8"),
             add_bos=not result.added_special,
@@ -153,7 +147,7 @@ class LlamaRuntime:
         return tokens, [s for s in stops if s]
 
     def _conversation_tokens(self, messages: Sequence[ChatMessage]) -> list[int]:
-        result = self._whole(messages=[_message(m) for m in messages])
+        result = self._whole(messages=[plain_message(m) for m in messages])
         return self.llm.tokenize(
             result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True
         )

@@ -46,6 +46,9 @@ from oamd.backends.base import (
     GenerationRequest,
     LanguageModel,
     ModelCapabilities,
+    ScoredText,
+    Scores,
+    Usage,
 )
 from oamd.backends.openai.body import (
     Deadline,
@@ -53,6 +56,13 @@ from oamd.backends.openai.body import (
     read_capped,
     read_whole,
     sse_payloads,
+)
+from oamd.backends.openai.completions import (
+    completion_body,
+    goes_as_completion,
+    score_body,
+    scored_logprob,
+    scored_prompt,
 )
 from oamd.backends.openai.errors import error_from_response
 from oamd.backends.openai.pool import ServerConnections
@@ -179,10 +189,19 @@ class OpenAIModel(LanguageModel):
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         sampling_extensions: bool | None = None,
         include_usage: bool = True,
+        prompts: str = "full",
+        choices: str = "generation",
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        """``None`` for a capability means "detect it from the server"."""
+        """``None`` for a capability means "detect it from the server"; ``prompts="compact"``
+        lays turns out for a small model and writes its free-text steps out in ChatML
+        (``oamd.backends.openai.completions``), ``choices="likelihood"`` (compact only) makes
+        closed choices from the server's log-probabilities of echoed prompts."""
+        if choices == "likelihood" and prompts != "compact":
+            raise ValueError("openai: option 'choices=likelihood' needs 'prompts=compact'")
         self.base_url = base_url.rstrip("/")
+        self._compact = prompts == "compact"
+        self._likelihood = choices == "likelihood"
         self.model = model
         self._native_tools = native_tools
         self._json_mode = json_mode
@@ -229,7 +248,10 @@ class OpenAIModel(LanguageModel):
         response), ``deadline=<seconds>`` (longest a step may take in all),
         ``max_in_flight=<n>`` (chat completions sent at once; the rest wait in turn),
         ``top_k=on|off`` (send llama.cpp's ``top_k``), ``usage=on|off`` (ask for
-        ``stream_options.include_usage``). Example:
+        ``stream_options.include_usage``), ``prompts=compact|full`` (the small-model layout,
+        its free-text steps written out in ChatML to ``POST /completions``; default full),
+        ``choices=likelihood|generation`` (closed choices from echoed log-probabilities, with
+        ``prompts=compact``; default generation). Example:
         ``http://127.0.0.1:8080/v1#smollm2?tools=native&json=json_object``. The API key comes
         from ``OAMD_OPENAI_API_KEY`` or ``OPENAI_API_KEY`` when set. With ``#<model>``, ``tools``,
         ``json`` and ``top_k`` all given, nothing is probed before a turn.
@@ -276,6 +298,8 @@ class OpenAIModel(LanguageModel):
             prefix_cache=profile in (LLAMA_CPP_PYTHON, LLAMA_CPP),
             context_size=self._context_size or DEFAULT_CONTEXT_SIZE,
             max_output_tokens=self._max_output_tokens,
+            scores_text=self._likelihood,
+            compact_prompts=self._compact,
         )
 
     @property
@@ -441,19 +465,8 @@ class OpenAIModel(LanguageModel):
                     whole = [e async for e in again()]
                 for event in whole:
                     yield event
-        except httpx.ConnectError as exc:
-            raise ModelError(
-                "model_unavailable", f"Cannot reach {self.base_url}: {_describe(exc)}."
-            ) from exc
-        except httpx.TimeoutException as exc:
-            raise ModelError(
-                "generation_failed", f"The model server at {self.base_url} timed out."
-            ) from exc
         except httpx.TransportError as exc:
-            raise ModelError(
-                "generation_failed",
-                f"The connection to {self.base_url} failed mid-response: {_describe(exc)}.",
-            ) from exc
+            raise self._network_error(exc) from exc
         if not decoder.started:
             raise ModelError("generation_failed", "The model server sent an empty response.")
         for event in decoder.finish():
@@ -470,11 +483,12 @@ class OpenAIModel(LanguageModel):
         """One ``POST /chat/completions``: the events of its chunks as they arrive. A request
         member the server refuses by name is left out and the request sent again (at most
         ``MAX_LEARNT_PER_STEP`` times; ``oamd.backends.openai.refusals``)."""
+        plain = self._compact and goes_as_completion(request)
+        path = "completions" if plain else "chat/completions"
         for attempt in range(MAX_LEARNT_PER_STEP + 1):
-            body = orjson.dumps(chat_body(request, self._wire, stream=stream))
-            async with self._client.stream(
-                "POST", "chat/completions", content=body, headers=_JSON
-            ) as response:
+            built = completion_body if plain else chat_body
+            body = orjson.dumps(built(request, self._wire, stream=stream))
+            async with self._client.stream("POST", path, content=body, headers=_JSON) as response:
                 if not response.is_success:
                     content = await read_capped(response, deadline)
                     learnt = learn_refusal(self._wire, response.status_code, content)
@@ -492,6 +506,64 @@ class OpenAIModel(LanguageModel):
                         yield event
                     decoder.end()
                 return
+
+    async def score(self, candidates: list[ScoredText]) -> Scores:
+        """Each candidate sent as a plain prompt ending with its scored text, its tokens'
+        log-probabilities echoed back (``choices=likelihood``), one request after another: the
+        server's prefix cache holds the conversation they share.
+
+        Raises:
+            ModelError: ``invalid_request`` without ``choices=likelihood``; the failures of a
+                step otherwise (``generation_failed`` when the server echoes no log-probabilities).
+        """
+        if not self._likelihood:
+            return await super().score(candidates)
+        await self.settle_capabilities()
+        prompts = [scored_prompt(candidate) for candidate in candidates]
+        deadline = Deadline.after(self._step_deadline)
+        gate = self._step_gate if self.profile.interrupts_streams else None
+        logprobs: list[float] = []
+        counts: list[int] = []
+        evaluated = 0
+        if gate is not None:
+            await gate.acquire()
+        try:
+            async with self._in_flight:
+                for prompt in prompts:
+                    body = orjson.dumps(score_body(self._wire, prompt.prompt))
+                    try:
+                        answer = await self._post_whole("completions", body, deadline)
+                    except httpx.TransportError as exc:
+                        raise self._network_error(exc) from exc
+                    total, count, prompt_tokens = scored_logprob(answer, prompt)
+                    logprobs.append(total)
+                    counts.append(count)
+                    evaluated += prompt_tokens
+        finally:
+            if gate is not None:
+                gate.release()
+        return Scores(tuple(logprobs), tuple(counts), Usage(evaluated, 0, 0))
+
+    async def _post_whole(self, path: str, body: bytes, deadline: Deadline) -> dict[str, Any]:
+        async with self._client.stream("POST", path, content=body, headers=_JSON) as response:
+            content = await (read_whole if response.is_success else read_capped)(response, deadline)
+            if not response.is_success:
+                raise error_from_response(response.status_code, response.headers, content)
+        return decode_json(content)
+
+    def _network_error(self, exc: httpx.TransportError) -> ModelError:
+        if isinstance(exc, httpx.ConnectError):
+            return ModelError(
+                "model_unavailable", f"Cannot reach {self.base_url}: {_describe(exc)}."
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return ModelError(
+                "generation_failed", f"The model server at {self.base_url} timed out."
+            )
+        return ModelError(
+            "generation_failed",
+            f"The connection to {self.base_url} failed mid-response: {_describe(exc)}.",
+        )
 
     def _learn(self, wire: WireOptions) -> None:
         log.info(

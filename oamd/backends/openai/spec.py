@@ -23,6 +23,8 @@ _JSON_OPTIONS: dict[str, JsonMode] = {
     "none": "none",
 }
 _SWITCH_OPTIONS = {"on": True, "off": False}
+_PROMPTS_OPTIONS = {"compact": "compact", "full": "full"}
+_CHOICES_OPTIONS = {"likelihood": "likelihood", "generation": "generation"}
 SPEC_OPTIONS = (
     "tools",
     "json",
@@ -33,6 +35,8 @@ SPEC_OPTIONS = (
     "max_in_flight",
     "top_k",
     "usage",
+    "prompts",
+    "choices",
 )
 
 
@@ -65,10 +69,16 @@ def parse_options(query: str) -> dict[str, Any]:
             options["sampling_extensions"] = _choice(key, value, _SWITCH_OPTIONS)
         elif key == "usage":
             options["include_usage"] = _choice(key, value, _SWITCH_OPTIONS)
+        elif key == "prompts":
+            options["prompts"] = _choice(key, value, _PROMPTS_OPTIONS)
+        elif key == "choices":
+            options["choices"] = _choice(key, value, _CHOICES_OPTIONS)
         else:
             raise ValueError(
                 f"openai: unknown option {key!r}; known options: {', '.join(SPEC_OPTIONS)}"
             )
+    if options.get("choices") == "likelihood" and options.get("prompts") != "compact":
+        raise ValueError("openai: option 'choices=likelihood' needs 'prompts=compact'")
     return options
 
 

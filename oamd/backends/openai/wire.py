@@ -40,6 +40,7 @@ __all__ = [
     "WireOptions",
     "chat_body",
     "output_cap",
+    "sampled",
 ]
 
 JsonMode = Literal["json_schema", "json_object", "none"]
@@ -194,6 +195,16 @@ def chat_body(request: GenerationRequest, options: WireOptions, *, stream: bool)
         response_format = _response_format(request.schema, options.json_mode)
         if response_format is not None:
             body["response_format"] = response_format
+    if request.stop:
+        body["stop"] = list(request.stop[:MAX_STOP_SEQUENCES])
+    return sampled(body, request, options)
+
+
+def sampled(
+    body: dict[str, Any], request: GenerationRequest, options: WireOptions
+) -> dict[str, Any]:
+    """``body`` with the step's sampling members and output cap, less those the server refused
+    (``options.omitted``): the same for a chat completion and a plain completion."""
     sampling = request.sampling
     if sampling.greedy:
         body["temperature"] = 0.0
@@ -210,8 +221,6 @@ def chat_body(request: GenerationRequest, options: WireOptions, *, stream: bool)
         body["seed"] = sampling.seed
     if sampling.repetition_penalty is not None and options.sampling_extensions:
         body["repeat_penalty"] = sampling.repetition_penalty  # llama.cpp's server
-    if request.stop:
-        body["stop"] = list(request.stop[:MAX_STOP_SEQUENCES])
     body[options.output_cap_field] = output_cap(request, options.max_output_tokens)
     for member in options.omitted:
         body.pop(member, None)
@@ -282,6 +291,8 @@ class StreamDecoder:
             delta = choice.get("delta") or choice.get("message") or {}
             if not isinstance(delta, dict):
                 raise _unexpected("a choice's 'delta' or 'message' is not an object")
+            if "text" in choice and not delta:  # a plain completion's (``/completions``)
+                delta = {"content": choice["text"]}
             if delta.get("refusal"):
                 raise ModelError("refusal", f"The model refused: {clip(str(delta['refusal']))}")
             text = delta.get("content")
