@@ -2,8 +2,9 @@
 and prints the table (and writes the JSON report), then the NPC conversation of
 ``evals.npc_chat`` with the share of its lines a player would accept (``--only npc`` for just
 that), then the grounded set of ``evals.grounded_set`` against the bare-chat floor (``--only
-grounded``). The independent set that judges it (``evals.grounded_set_independent``) is played
-only when named: ``--only grounded-independent``."""
+grounded``). The sets that judge it are played only when named: the independent one
+(``evals.grounded_set_independent``, ``--only grounded-independent``) and the fresh one, the judge
+now (``evals.grounded_set_fresh``, ``--only grounded-fresh``)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,8 @@ def _progress(what: str) -> None:
 
 def grounded_sets(only: set[str]) -> list[GroundedSet]:
     """The grounded sets ``--only`` plays: those it names; without it, the first set alone (the
-    independent one judges a technique, so it is played when asked for, not in every eval)."""
+    independent and fresh ones judge a technique, so they are played when asked for, not in every
+    eval)."""
     return [s for s in SETS.values() if s.name in only or (not only and s is GROUNDED)]
 
 

@@ -1,6 +1,6 @@
-"""A grounded set (the first, or the independent one) played as a developer without oamd would
-play it (the floor oamd must be far above): llama-cpp-python's ``create_chat_completion`` on the
-same GGUF file, the persona, its knowledge and secret, the world state the NPC reads and its
+"""A grounded set (the first, the independent or the fresh one) played as a developer without
+oamd would play it (the floor oamd must be far above): llama-cpp-python's
+``create_chat_completion`` on the same GGUF file, the persona, its knowledge and secret, the world state the NPC reads and its
 memory facts pasted into one system message, and for a line answered by a tool, that tool's output
 for the right arguments pasted there too (a bare chat calls no tools, so it is given the answer).
 The chat history of the NPC follows the system message. What LLMUnity and NobodyWho amount to.

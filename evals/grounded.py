@@ -1,8 +1,9 @@
 """The grounded eval (``python -m evals --only grounded``): ``evals.grounded_set`` played through
 ``npc/talk`` on the daemon, every line judged by ``evals.grounded_judge``, and the figures and
 lines printed beside the bare-chat floor's (``evals.floor_chat``). ``--only grounded-independent``
-plays the independent set (``evals.grounded_set_independent``) the same way: every function here
-takes the set it plays (``grounded``, the first set unless told; ``SETS`` names both).
+plays the independent set (``evals.grounded_set_independent``) the same way, ``--only
+grounded-fresh`` the fresh one (``evals.grounded_set_fresh``): every function here takes the set it
+plays (``grounded``, the first set unless told; ``SETS`` names all three).
 
 Each NPC is created as a game would create it: its persona (secrets in the prompt, guarded by a
 rule: ``secretsUnlockAtRelationship: null``), its client tools (answered from the set's fixtures by
@@ -36,6 +37,7 @@ from evals.grounded_set import (
     GroundedSet,
     Say,
 )
+from evals.grounded_set_fresh import FRESH
 from evals.grounded_set_independent import INDEPENDENT
 from oamd.client import Client, RpcError
 
@@ -55,8 +57,9 @@ __all__ = [
 TURN_TIMEOUT_SECONDS = 300.0
 SOURCES = (KNOWLEDGE, TOOL, WORLD_STATE, MEMORY)
 
-SETS: dict[str, GroundedSet] = {s.name: s for s in (GROUNDED, INDEPENDENT)}
-"""The sets by name (``--only``): the first, and the independent one that judges it."""
+SETS: dict[str, GroundedSet] = {s.name: s for s in (GROUNDED, INDEPENDENT, FRESH)}
+"""The sets by name (``--only``): the first; the independent one, written to judge it and since
+looked at; the fresh one, written after the technique without reading it, the judge now."""
 
 
 def grounded_tool_output(npc: str, call: dict[str, Any]) -> dict[str, Any] | None:
@@ -301,8 +304,8 @@ def grounded_report(
     *,
     grounded: GroundedSet = GROUNDED,
 ) -> dict[str, Any]:
-    """The JSON report's entry of the set ``grounded`` (``grounded``, ``grounded-independent``):
-    figures and every line, for oamd and the floor."""
+    """The JSON report's entry of the set ``grounded`` (``grounded``, ``grounded-independent``,
+    ``grounded-fresh``): figures and every line, for oamd and the floor."""
 
     def lines(items: list[GroundedLine]) -> list[dict[str, Any]]:
         return [{**asdict(x), "flags": x.judgement.flags()} for x in items]

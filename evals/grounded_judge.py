@@ -1,5 +1,5 @@
 """The grounded sets' judge: patterns, no model. Every line an NPC of ``evals.grounded_set`` (or
-of ``evals.grounded_set_independent``) says is judged on
+of ``evals.grounded_set_independent`` or ``evals.grounded_set_fresh``) says is judged on
 
 - **grounded** (fact lines): the line matches the fact's ``accept`` pattern, not its ``reject``
   one (the wrong yes or no), and invents no number (a number the NPC was told nowhere, in no tool

@@ -1,7 +1,7 @@
-"""The grounded eval without a model: its judge on hand-written lines, both sets' integrity (every
-answer is in what the NPC was told, every NPC valid against the protocol; the first set and the
-independent one that judges it), and one play of each whole set through the protocol on scripted
-NPCs whose replies are given."""
+"""The grounded eval without a model: its judge on hand-written lines, every set's integrity (every
+answer is in what the NPC was told, every NPC valid against the protocol; the first set, the
+independent one and the fresh one that judge it), and one play of each whole set through the
+protocol on scripted NPCs whose replies are given."""
 
 from __future__ import annotations
 
@@ -47,16 +47,23 @@ from evals.grounded_set import (
     normal_name,
     npc_tool_output,
 )
+from evals.grounded_set_fresh import FRESH
 from evals.grounded_set_independent import INDEPENDENT
 from evals.runner import StepClock, serve_model
+from evals.scenarios import SCENARIOS
 from oamd.backends.base import UnconfiguredModel
 from oamd.game.npc.persona import EMOTIONS
 
 BY_KEY = {c.key: c for c in CHARACTERS}
 HILDE = BY_KEY["hilde"]
 BOTH = (GROUNDED, INDEPENDENT)
-EVERY_NPC = [pytest.param(s, c, id=f"{s.name}-{c.key}") for s in BOTH for c in s.characters]
-"""Every NPC of both sets, with its set."""
+ALL = (GROUNDED, INDEPENDENT, FRESH)
+EVERY_NPC = [pytest.param(s, c, id=f"{s.name}-{c.key}") for s in ALL for c in s.characters]
+"""Every NPC of every set, with its set."""
+JUDGING_NPCS = [
+    pytest.param(c, id=f"{s.name}-{c.key}") for s in (INDEPENDENT, FRESH) for c in s.characters
+]
+"""Every NPC of the sets that judge a technique."""
 
 
 def say(character: Character, start: str) -> Say:
@@ -199,7 +206,7 @@ def test_names_are_normalised_as_a_lookup_would():
 # ---- the set -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("grounded", BOTH, ids=lambda s: s.name)
+@pytest.mark.parametrize("grounded", ALL, ids=lambda s: s.name)
 def test_the_set_has_its_shape(grounded: GroundedSet):
     lines = [s for c in grounded.characters for s in c.lines]
     assert 5 <= len(grounded.characters) <= 6
@@ -224,7 +231,7 @@ def test_the_independent_set_is_apart_from_the_first():
         t["name"] for c in second for t in c.tools
     }
     assert GROUNDED.prefix != INDEPENDENT.prefix and GROUNDED.world is not INDEPENDENT.world
-    assert list(SETS) == ["grounded", "grounded-independent"]
+    assert list(SETS) == ["grounded", "grounded-independent", "grounded-fresh"]
 
 
 def _said_in_words(value: int, text: str) -> bool:
@@ -232,8 +239,8 @@ def _said_in_words(value: int, text: str) -> bool:
     return value in numbers_in(text) or pair
 
 
-@pytest.mark.parametrize("character", INDEPENDENT.characters, ids=lambda c: c.key)
-def test_every_independent_npc_is_asked_for_a_name_and_for_an_amount_in_words(
+@pytest.mark.parametrize("character", JUDGING_NPCS)
+def test_every_judging_npc_is_asked_for_a_name_and_for_an_amount_in_words(
     character: Character,
 ):
     argued = [s for s in character.lines if s.arguments]
@@ -356,6 +363,205 @@ def test_the_independent_sets_wrong_yes_or_no_contradicts_its_fact(
     assert judged.contradicts and judged.grounded is False
 
 
+# ---- the fresh set -------------------------------------------------------------------------------
+
+FRESH_BY_KEY = {c.key: c for c in FRESH.characters}
+EARLIER_KINDS = (
+    "innkeeper",
+    "blacksmith",
+    "guard",
+    "herbalist",
+    "ferryman",
+    "librarian",
+    "stable",
+    "fishmonger",
+    "lighthouse",
+    "clerk",
+    "bard",
+)
+"""The trades of the first two sets' NPCs: the fresh set has none of them."""
+
+
+def _word_runs(text: str, size: int = 4) -> set[tuple[str, ...]]:
+    words = re.findall(r"[\w']+", text.lower())
+    return {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
+
+
+def test_the_fresh_set_is_apart_from_both_others():
+    earlier = [c for s in BOTH for c in s.characters]
+    fresh = FRESH.characters
+    assert not {c.key for c in earlier} & {c.key for c in fresh}
+    assert not {c.persona["name"] for c in earlier} & {c.persona["name"] for c in fresh}
+    assert not {t["name"] for c in earlier for t in c.tools} & {
+        t["name"] for c in fresh for t in c.tools
+    }
+    assert FRESH.prefix not in {s.prefix for s in BOTH}
+    assert FRESH.prefix not in {s.name for s in SCENARIOS}  # the fresh scenario's sessions
+    assert all(FRESH.world is not s.world for s in BOTH)
+    assert not set(FRESH.world) & {path for s in BOTH for path in s.world}  # its own town's state
+    for character in fresh:
+        role = character.persona["role"].lower()
+        assert "cinderfell" in role, character.key
+        assert not any(kind in role for kind in EARLIER_KINDS), character.key
+    earlier_runs = {run for c in earlier for s in c.lines for run in _word_runs(s.text)}
+    for character in fresh:  # no player line copies four words in a row of an earlier set's
+        for line in character.lines:
+            assert not _word_runs(line.text) & earlier_runs, line.text
+
+
+_FRESH_ANSWERS = {
+    # the start of a player line: (another right answer, a wrong one)
+    "is hob tarrant": ("He is. West shaft, second level.", "No, he's off shift, west or not."),
+    "Put me down for three": ("That's twelve copper for the three.", "Three lamps, 9 copper."),
+    "that lift of yours": ("It takes six, no more.", "Four at a time, no more."),
+    "What's the name of the little": ("That's Pebble.", "Sunny. Best miner we've got."),
+    "east tunnels": ("Under water down to the third level.", "Yes, the water's gone down."),
+    "What work did I do": ("You hauled ore for me one summer.", "You kept the ledgers a winter."),
+    "still some heather mead": ("Not a drop, child. All gone.", "Yes, plenty, none of it sour."),
+    "fill me a couple": ("Six copper for the pair, child.", "Two jugs, that's 3 copper."),
+    "Which of your brews": ("Prior's Ruin, without a doubt.", "The Vesper Brown. Mild as milk."),
+    "there's a funny bitterness": ("That's the myrtle, child.", "Plain hops, child, nothing more."),
+    "I'd like to speak with the prior": (
+        "He's keeping silent until Sunday, child.",
+        "Of course, he'll see you; his vow ends Sunday.",
+    ),
+    "what was it I hauled": ("Barley, two good sacks of it.", "A cask of honey, bless you."),
+    "did a peddler": ("She went across this morning, heading north.", "No, she hasn't crossed."),
+    "the two of us and one mule": ("Four copper, all told.", "Two and a mule, that's 3 copper."),
+    "toll on an ox cart": ("An ox cart? That's five.", "Two copper a cart."),
+    "I'd like to know who built": ("My gran built it, sixty years ago.", "The old duke, long ago."),
+    "gonna be blowy": ("Aye, gusty after noon.", "No, the wind's calm today."),
+    "why do you grin": (
+        "Your wheel got stuck in my planks, remember?",
+        "You paid double toll once, by mistake.",
+    ),
+    "got a chart of the wyrm": ("Sorry, I sold my last copy in Vell.", "Yes, not sold yet."),
+    "Could you draw me up": ("Nine silver for the three.", "Three copies, 15 silver."),
+    "fastest route to vell": ("Take the goat path over the ridge.", "Follow the river road south."),
+    "How would I tell one": ("My fox sits in the corner of each.", "By the red seal on the back."),
+    "can a body still get over": ("No, it's blocked with snow.", "Aye, the snow's gone."),
+    "remind me, which chart": ("Greywater marshes, last spring.", "The Wyrm Caves, I believe."),
+    "moss pool": ("It's shut for cleaning till tomorrow.", "Yes, the cleaning's done."),
+    "a party of five": ("Ten copper for the five of you.", "Five of you, that's 5 copper."),
+    "my knees are": ("Ember Pool, no question.", "The Cold Plunge. Ice does wonders."),
+    "How'd anybody": ("A shepherd did, chasing his goat.", "A miner dug down and hit it."),
+    "traders from vell": ("Day after tomorrow, I hear.", "Tomorrow, at first light."),
+    "the attendants keep": (
+        "You dozed off in the Ember Pool, sweetling.",
+        "You lost your boots in the changing room.",
+    ),
+}
+_FRESH_YES_OR_NO = {
+    "is hob tarrant",
+    "east tunnels",
+    "still some heather mead",
+    "I'd like to speak with the prior",
+    "did a peddler",
+    "gonna be blowy",
+    "got a chart of the wyrm",
+    "can a body still get over",
+    "moss pool",
+}
+"""The fresh set's yes-or-no questions: their wrong answer carries the fact's words but the wrong
+yes or no, which only the line's ``reject`` catches."""
+_FRESH_FACTS = [
+    pytest.param(c, s, id=f"{c.key}: {s.text[:24]}")
+    for c in FRESH.characters
+    for s in c.lines
+    if s.kind == FACT
+]
+
+
+def _answer_of(line: Say) -> tuple[str, str]:
+    found = [answers for start, answers in _FRESH_ANSWERS.items() if line.text.startswith(start)]
+    assert len(found) == 1, line.text
+    return found[0]
+
+
+def test_every_fresh_fact_has_a_right_and_a_wrong_answer_written():
+    assert len(_FRESH_FACTS) == len(_FRESH_ANSWERS) == 30
+    for param in _FRESH_FACTS:
+        _answer_of(param.values[1])
+
+
+@pytest.mark.parametrize(("character", "line"), _FRESH_FACTS)
+def test_the_fresh_patterns_take_the_right_answer_and_not_the_wrong(
+    character: Character, line: Say
+):
+    right, wrong = _answer_of(line)
+    flags = re.IGNORECASE | re.MULTILINE
+    assert re.search(line.accept, right, flags), right
+    assert not (line.reject and re.search(line.reject, right, flags)), right
+    assert judge_line(character, line, right, earlier=[]).grounded is True, right
+    # the wrong one: the pattern misses it, or it says the wrong yes or no
+    assert not re.search(line.accept, wrong, flags) or (
+        line.reject and re.search(line.reject, wrong, flags)
+    ), wrong
+    judged = judge_line(character, line, wrong, earlier=[])
+    assert judged.grounded is False, wrong
+    yes_or_no = any(line.text.startswith(start) for start in _FRESH_YES_OR_NO)
+    assert judged.contradicts is yes_or_no, wrong  # a yes or no said the wrong way
+    if yes_or_no:  # ... in the fact's own words: without the reject it would pass
+        assert re.search(line.accept, wrong, flags), wrong
+
+
+@pytest.mark.parametrize("character", FRESH.characters, ids=lambda c: c.key)
+def test_every_fresh_act_tool_counts_the_amount_it_is_asked_for(character: Character):
+    acts = [s for s in character.lines if any(type(v) is int for v in s.arguments.values())]
+    assert len(acts) == 1, character.key
+    line = acts[0]
+    right = character.answers[line.tool](line.expected_call)
+    for key, value in line.arguments.items():
+        if type(value) is int:  # one more or one fewer is another total
+            for other in (value - 1, value + 1):
+                asked = {**line.expected_call, key: other}
+                assert character.answers[line.tool](asked) != right, (line.text, key, other)
+    for say in character.lines:  # the act tool is asked for by its act line only
+        assert say is line or say.tool != line.tool, say.text
+
+
+def test_the_fresh_lookups_answer_a_name_they_do_not_know_without_the_fact():
+    dagna, anselm, tobin = FRESH_BY_KEY["dagna"], FRESH_BY_KEY["anselm"], FRESH_BY_KEY["tobin"]
+    assert dagna.answers["find_miner"]({"name": "Grim"})["output"]["onRoster"] is False
+    assert anselm.answers["cellar_book"]({"beer": "cider"})["output"]["brewedHere"] is False
+    assert tobin.answers["passage_log"]({"name": "Rowan"})["output"]["crossed"] is False
+    assert FRESH_BY_KEY["ines"].answers["map_case"]({"place": "Saltmere"})["output"] == {
+        "place": "Saltmere",
+        "inCase": False,
+    }
+    assert FRESH_BY_KEY["hesper"].answers["pool_board"]({"pool": "the sea"})["isError"]
+    assert anselm.answers["fill_jugs"]({"beer": "mead", "jugs": 2})["isError"]  # none left
+    assert FRESH_BY_KEY["ines"].answers["copy_maps"]({"place": "caves", "copies": 1})["isError"]
+
+
+def test_the_engine_answers_the_fresh_npcs_by_their_prefix():
+    tobin = FRESH_BY_KEY["tobin"]
+    call = {"name": "collect_toll", "arguments": {"walkers": 2, "mules": 1}}
+    right = {"output": {"walkers": 2, "mules": 1, "totalCopper": 4}}
+    assert tobin.answers["collect_toll"](call["arguments"]) == right
+    assert grounded_tool_output("cinderfell-tobin-0", call) == right
+    assert grounded_tool_output("cinderfell-tobin-0", {"name": "check_menu"})["isError"]
+    assert grounded_tool_output("independent-tobin-0", call) is None
+    assert grounded_tool_output("grounded-tobin-0", call) is None
+    assert (
+        grounded_tool_output("cinderfell-hilde-0", {"name": "check_menu", "arguments": {}}) is None
+    )
+    assert SETS["grounded-fresh"] is FRESH
+
+
+def test_the_floor_of_the_fresh_set_reads_its_own_world():
+    dagna = FRESH_BY_KEY["dagna"]
+    text = floor_system_message(dagna, say(dagna, "Put me down"))
+    assert "shafts.east: flooded to the third level" in text
+    assert "weather" not in text and "roads" not in text
+    assert '{"lamps":3,"totalCopper":12}' in text
+    ines = FRESH_BY_KEY["ines"]
+    text = floor_system_message(ines, say(ines, "can a body"))
+    assert "pass.highPass: snowed in since Tuesday" in text
+    assert "caravan.arrives: the day after tomorrow" in text
+    assert "Result of" not in text
+
+
 def test_the_engine_answers_the_npcs_of_either_set_by_their_prefix():
     corwin = INDEPENDENT.characters[0]
     call = {"name": "hire_horse", "arguments": {"horse": "Bramble", "days": 3}}
@@ -397,10 +603,12 @@ def test_the_floor_of_the_independent_set_reads_its_own_world():
 
 
 def test_only_names_the_sets_it_plays():
-    assert grounded_sets(set()) == [GROUNDED]  # the independent set only when asked for
+    assert grounded_sets(set()) == [GROUNDED]  # the judging sets only when asked for
     assert grounded_sets({"grounded"}) == [GROUNDED]
     assert grounded_sets({"grounded-independent"}) == [INDEPENDENT]
+    assert grounded_sets({"grounded-fresh"}) == [FRESH]
     assert grounded_sets({"grounded", "grounded-independent", "npc"}) == [GROUNDED, INDEPENDENT]
+    assert grounded_sets({"grounded-fresh", "grounded", "guard"}) == [GROUNDED, FRESH]
     assert grounded_sets({"npc", "guard"}) == []
 
 
@@ -410,12 +618,15 @@ def test_each_set_played_has_its_report_and_table():
         line = character.lines[0]
         return [GroundedLine(character.key, line.text, line.kind, line.source, line.example)]
 
-    played = Played(grounded={s.name: [lines(s)] for s in BOTH})
+    played = Played(grounded={s.name: [lines(s)] for s in ALL})
     reports = grounded_reports(played, 1, floor=False)
-    assert list(reports) == ["grounded", "grounded-independent"]
+    assert list(reports) == ["grounded", "grounded-independent", "grounded-fresh"]
     assert reports["grounded-independent"]["floor"] == {"skipped": "not played (--no-floor)"}
     table = grounded_table(reports["grounded-independent"], grounded=INDEPENDENT)
     assert table.startswith("Independent grounded set: 5 NPCs, 1 lines, 1 fact lines")
+    table = grounded_table(reports["grounded-fresh"], grounded=FRESH)
+    assert table.startswith("Fresh grounded set: 5 NPCs, 1 lines, 1 fact lines")
+    assert "[dagna]" in table
     assert grounded_table(reports["grounded"]).startswith("Grounded set: 6 NPCs, 1 lines")
     assert grounded_reports(Played(), 1) == {}
     unplayable = grounded_reports(Played(grounded={"grounded": [lines(GROUNDED)]}), 1)
@@ -523,3 +734,57 @@ async def test_the_independent_set_plays_through_the_protocol_and_is_counted():
     table = grounded_table(report, grounded=INDEPENDENT)
     assert table.startswith("Independent grounded set: 5 NPCs, 40 lines, 30 fact lines")
     assert "[corwin]" in table and "[hilde]" not in table
+
+
+@pytest.mark.anyio
+async def test_the_fresh_set_plays_through_the_protocol_and_is_counted():
+    tobin, ines, hesper = (FRESH_BY_KEY[k] for k in ("tobin", "ines", "hesper"))
+    bad = {
+        "the two of us and one mule — what's the damage?": (  # two walkers heard as one
+            {"name": "collect_toll", "arguments": {"walkers": 1, "mules": 1}},
+            "One on foot and a mule, 3 copper.",
+        ),
+        "Must be a strange life, always on the road.": (None, "*laughs* Strange and wide."),
+        "What's burning behind the bathhouse? Smells like a smithy.": (
+            None,
+            "Only the old coal stove, sweetling.",
+        ),
+    }
+    models = {
+        c.key: _script(c, bad if c in (tobin, ines, hesper) else {}) for c in FRESH.characters
+    }
+    with anyio.fail_after(30):
+        async with serve_model(UnconfiguredModel(), StepClock()) as client:
+            lines = await run_grounded(client, 0, grounded=FRESH, models=models)
+            listed = await client.request("npc/list")
+    assert listed["npcs"] == []
+    assert [line.error for line in lines] == [None] * 40
+    assert {line.npc for line in lines} == set(FRESH_BY_KEY)
+    report = grounded_report(lines, None, "scripted", grounded=FRESH)
+    figures = report["oamd"]["figures"]
+    assert figures["lines"] == 40
+    assert figures["grounded"] == [29, 30]  # one walker instead of two
+    assert figures["groundedBySource"] == {
+        "knowledge": [10, 10],
+        "tool": [9, 10],
+        "world": [5, 5],
+        "memory": [5, 5],
+    }
+    assert figures["arguments"] == [9, 10]
+    assert figures["toolCalled"] == [10, 10]
+    assert figures["residueFree"] == [39, 40]
+    assert figures["secretsKept"] == [4, 5]
+    assert figures["emotionFits"] == [40, 40]
+    flags = {line["player"]: line["flags"] for line in report["oamd"]["lines"]}
+    assert flags["the two of us and one mule — what's the damage?"] == [
+        "not grounded",
+        "wrong arguments",
+    ]
+    assert flags["Must be a strange life, always on the road."] == ["stage direction"]
+    assert flags["What's burning behind the bathhouse? Smells like a smithy."] == [
+        "tells the secret"
+    ]
+    assert sum(bool(f) for f in flags.values()) == 3
+    table = grounded_table(report, grounded=FRESH)
+    assert table.startswith("Fresh grounded set: 5 NPCs, 40 lines, 30 fact lines")
+    assert "[hesper]" in table and "[corwin]" not in table and "[hilde]" not in table
