@@ -816,3 +816,71 @@ async def test_an_orders_total_is_said_in_the_currency_of_the_npcs_other_tools()
         options={"playerOptionCount": 0},
     )
     assert result["line"] == "That will be 10 gold."
+
+
+class DecodingSmallModel(SmallModel):
+    """A compact model that cannot score (an OpenAI server with ``choices=generation``): its
+    closed choices are decoded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.capabilities = ModelCapabilities(
+            constrained_json=True, compact_prompts=True, context_size=4096
+        )
+
+
+async def test_a_decoding_small_model_is_not_offered_acts_the_words_hold_no_amount_for():
+    model = DecodingSmallModel()
+    order = {
+        "name": "place_order",
+        "description": "Place an order the guest asks for.",
+        "parameters": {
+            "type": "object",
+            "properties": {"quantity": {"type": "integer", "minimum": 1, "maximum": 10}},
+            "required": ["quantity"],
+        },
+    }
+    model.replies = {
+        "decide": ['{"action": "place_order", "arguments": {"quantity": 10}}'],
+        "respond": ["Clear skies tomorrow."],
+    }
+    (result,) = await talk(
+        model,
+        ["What will the weather be like tomorrow?"],
+        tools=[order],
+        options={"playerOptionCount": 0},
+    )
+    assert result["toolCalls"] == []
+    assert [r.kind for r in model.requests] == ["respond"]  # nothing left to decide
+
+
+async def test_a_decoding_small_models_arguments_are_read_again_from_the_players_words():
+    model = DecodingSmallModel()
+    wanted = {
+        "name": "check_wanted",
+        "description": "Whether a person is wanted by the watch.",
+        "parameters": {
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "the person's name"}},
+            "required": ["name"],
+        },
+    }
+    model.replies = {
+        "decide": [
+            '{"action": "check_wanted", "arguments": {"name": "Is a man called Silas Crane wanted?"}}',
+            '{"action": "respond"}',
+        ],
+        "respond": ["No, he is not."],
+    }
+
+    async def answering(params: dict[str, Any]) -> dict[str, Any]:
+        return {"output": {"wanted": False}}
+
+    (result,) = await talk(
+        model,
+        ["Is a man called Silas Crane wanted?"],
+        answering,
+        tools=[wanted],
+        options={"playerOptionCount": 0},
+    )
+    assert result["toolCalls"][0]["call"]["arguments"] == {"name": "Silas Crane"}

@@ -252,7 +252,7 @@ class _EnvelopeTurn:
             else:
                 allow_respond = not (first and mode == "required")
                 offered = enabled
-                if self.by_likelihood and not first:
+                if self.small and not first:
                     # a small model asked again mostly picks the tool it just used, or another
                     # lookup with a guess for its text: after a round, only the acts not used
                     # yet are offered beside the reply (the order after the menu)
@@ -295,6 +295,12 @@ class _EnvelopeTurn:
     # ---- the steps -----------------------------------------------------------------------------
 
     async def _decide_step(self, tools: Sequence[ToolDefinition], allow_respond: bool) -> _Outcome:
+        if self.small and allow_respond:
+            # a call whose required closed fields the words do not hold would act on the
+            # model's guess ("How much is the stew?" ordering ten), scored or decoded
+            tools = [t for t in tools if not unsaid_required(t.schema.generation, self._said())]
+            if not tools:
+                return Respond()
         if self.by_likelihood:
             return await self._likely_step(tools, allow_respond)
         names = [t.name for t in tools]
@@ -316,7 +322,13 @@ class _EnvelopeTurn:
                 failure = _Failed(None, {}, decision.problem)
             else:
                 tool = self.by_name[decision.tool]
-                arguments, problem = choose_arguments(tool.name, tool.schema, decision.candidates)
+                candidates = decision.candidates
+                if self.small and tool.local is None:
+                    # a small model's decoded fields, read again from what the user said
+                    # (as in a toolArguments step): not the question, not the NPC's name
+                    schema = tool.schema.generation
+                    candidates = tuple(read_from_words(c, schema, self._said()) for c in candidates)
+                arguments, problem = choose_arguments(tool.name, tool.schema, candidates)
                 if problem is None:
                     if self.settings.dedupe_tool_calls and self.calls.repeats(tool, arguments):
                         return Respond()  # the same call again: the model has what it needs
@@ -329,14 +341,7 @@ class _EnvelopeTurn:
         """The decide step of a model that scores texts: the most likely reading of the user's
         message (``agent.small.channel_candidates``) picks the tool, or no tool; the arguments of
         a tool that takes some come from a toolArguments step."""
-        said = self.spec.prompt if self.spec.said is None else self.spec.said
-        if allow_respond:
-            # a call whose required closed fields the words do not hold would act on the
-            # model's guess ("How much is the stew?" ordering ten): it is not a reading, and
-            # with none left there is nothing to score
-            tools = [tool for tool in tools if not unsaid_required(tool.schema.generation, said)]
-            if not tools:
-                return Respond()
+        said = self._said()
         options: list[ToolDefinition | None] = [*tools, None] if allow_respond else list(tools)
         window = chat_window(self.spec.history, trim=self.settings.trim_history)
         candidates = channel_candidates(
@@ -381,6 +386,10 @@ class _EnvelopeTurn:
         )  # in order, once each
         return tuple(f"\n{label}:" for label in labels)
 
+    def _said(self) -> str:
+        """What the user said this turn, without what the caller wrapped around it."""
+        return self.spec.prompt if self.spec.said is None else self.spec.said
+
     def _facts(self) -> list[str]:
         """This turn's tool results as the small-model layout shows them."""
         return turn_facts(self.entries)
@@ -398,8 +407,7 @@ class _EnvelopeTurn:
             text = await self._generate(request, stop_early=True)
             found = first_value(text)
             if isinstance(found, dict) and self.small and tool.local is None:
-                said = self.spec.prompt if self.spec.said is None else self.spec.said
-                found = read_from_words(found, tool.schema.generation, said)
+                found = read_from_words(found, tool.schema.generation, self._said())
             if isinstance(found, dict):
                 candidates = argument_candidates(found, tool.name)
                 arguments, problem = choose_arguments(tool.name, tool.schema, candidates)
