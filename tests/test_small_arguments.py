@@ -68,3 +68,26 @@ def test_a_lookup_takes_nothing_or_only_free_text():
     assert not is_lookup(ORDER)
     flag = {"type": "object", "properties": {"on": {"type": "boolean"}}, "required": ["on"]}
     assert not is_lookup(flag)
+
+
+CROSSING = {
+    "type": "object",
+    "properties": {
+        "passengers": {"type": "integer", "minimum": 1, "maximum": 12},
+        "horses": {"type": "integer", "minimum": 0, "maximum": 6},
+    },
+    "required": ["passengers", "horses"],
+}
+
+
+@pytest.mark.parametrize(
+    ("said", "read"),
+    [
+        # one number no noun names goes to one field, not to every amount the tool takes
+        ("Three of us need to cross.", {"passengers": 3, "horses": 0}),
+        ("Three of us need to cross, no horses.", {"passengers": 3, "horses": 0}),
+        ("two of us and a horse", {"passengers": 2, "horses": 1}),
+    ],
+)
+def test_each_number_said_goes_to_one_amount(said: str, read: dict[str, int]):
+    assert read_from_words({"passengers": 1, "horses": 0}, CROSSING, said) == read

@@ -87,16 +87,20 @@ def _named_number(words: list[str], name: str) -> tuple[int, int] | None:
 
 
 def _number_for(words: list[str], field: dict[str, Any], current: Any, claimed: set[int]) -> Any:
-    said = [n for i, n in _positioned_numbers(words) if i not in claimed]
-    explicit = [n for n in said if n != 1] or said
-    if len(set(explicit)) != 1:
+    """The one number the words say for a field no noun names, claimed for it (``claimed``
+    gains its positions): "Three of us need to cross" is three passengers, not three horses
+    as well."""
+    said = [(i, n) for i, n in _positioned_numbers(words) if i not in claimed]
+    explicit = [(i, n) for i, n in said if n != 1] or said
+    if len({n for _, n in explicit}) != 1:
         return current
-    value = explicit[0]
+    value = explicit[0][1]
     low, high = field.get("minimum"), field.get("maximum")
     if isinstance(low, int | float) and value < low:
         return current
     if isinstance(high, int | float) and value > high:
         return current
+    claimed.update(i for i, n in explicit if n == value)
     return value
 
 
