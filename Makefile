@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: FORCE test lint format wheel dist ffi ffi-sanitize dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak soak-inspector eval eval-grounded eval-grounded-independent eval-grounded-fresh llama-server clean
+.PHONY: FORCE test lint format wheel dist ffi ffi-sanitize dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak soak-inspector eval eval-grounded eval-grounded-independent eval-grounded-fresh eval-grounded-server llama-server clean
 
 # llama-cpp-python builds from source (5-13 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
@@ -213,6 +213,11 @@ eval-grounded-independent: $(STAMP)
 # now, since the independent set has been looked at. No one tunes on it; make eval does not play it.
 eval-grounded-fresh: $(STAMP)
 	$(PY) -m evals --model '$(MODEL)' --only grounded-fresh $(if $(EVAL_JSON),--json '$(EVAL_JSON)')
+
+# The first and the fresh grounded set on the OpenAI path: the packaged model served by
+# llama-cpp-python (started and stopped here), the small-model layout through openai:…?prompts=compact
+eval-grounded-server: $(STAMP)
+	$(PY) -m evals.served --only grounded,grounded-fresh $(if $(EVAL_JSON),--json '$(EVAL_JSON)')
 
 # An OpenAI-compatible llama.cpp server with the packaged model, for --model openai:…
 LLAMA_PORT ?= 8080
