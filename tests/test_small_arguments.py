@@ -29,6 +29,10 @@ ORDER = {
         ("Silas Crane", "Is a man called Silas Crane wanted?", "Silas Crane"),
         # a verb of the request is no value: the thing asked about is
         ("asking", "what are you asking for the crabs?", "crabs"),
+        # a value taken from the words loses the words around what it names, typed lowercase too
+        ("mara quill wanted", "is mara quill wanted?", "mara quill"),
+        ("is hob", "is hob there?", "hob"),
+        ("the lenn chronicle", "have you still got the lenn chronicle?", "the lenn chronicle"),
     ],
 )
 def test_a_free_text_value_is_the_name_or_thing_the_speaker_asked_about(

@@ -179,7 +179,7 @@ def _string_for(words: list[str], current: Any) -> Any:
             return max(held, key=len)
         # ... and a name it is part of ("Bram" of "Bram Tolley") is the whole name
         whole = [n for n in names if value_words < _content(n)]
-        return max(whole, key=len) if whole else current
+        return max(whole, key=len) if whole else _trimmed(current)
     if not spans:
         return current
 
@@ -190,6 +190,21 @@ def _string_for(words: list[str], current: Any) -> Any:
     # a name the speaker said comes first; among the rest, the one the model's value shares
     pool = names or spans
     return max(pool, key=rank)
+
+
+def _trimmed(value: str) -> str:
+    """A value taken from the speaker's words without the words around the thing it names
+    ("mara quill wanted" → "mara quill", "is Hob there" → "Hob"); an article opening it stays
+    ("the Lenn Chronicle")."""
+    parts = value.split()
+    while parts and parts[-1].strip("?!.,;:").lower() in _FUNCTION_WORDS:
+        parts.pop()
+    while parts and parts[0].lower() in _FUNCTION_WORDS and parts[0].lower() not in _ARTICLES:
+        parts.pop(0)
+    return " ".join(parts) if parts else value
+
+
+_ARTICLES = frozenset({"a", "an", "the"})
 
 
 def read_from_words(arguments: dict[str, Any], schema: dict[str, Any], said: str) -> dict[str, Any]:
