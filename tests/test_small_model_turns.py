@@ -712,6 +712,41 @@ async def test_an_orders_total_opens_the_reply_to_the_order():
     assert result["line"] == "That will be 24 copper, dear."
 
 
+async def test_the_total_of_an_order_that_names_no_item_opens_the_reply():
+    crossing = {
+        "name": "book_crossing",
+        "description": "Book a crossing; prices in copper.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "passengers": {"type": "integer", "minimum": 1, "maximum": 12},
+                "horses": {"type": "integer", "minimum": 0, "maximum": 6},
+            },
+            "required": ["passengers", "horses"],
+        },
+    }
+
+    async def ferry(params: dict[str, Any]) -> dict[str, Any]:
+        arguments = params["call"]["arguments"]
+        total = 2 * arguments["passengers"] + 3 * arguments["horses"]
+        return {"output": {**arguments, "totalCopper": total}}
+
+    model = SmallModel(wants("crossing"))
+    model.replies = {
+        "toolArguments": ['{"passengers": 1, "horses": 1}'],
+        "respond": [", friend."],
+    }
+    (result,) = await talk(
+        model,
+        ["Three of us need to cross, no horses."],
+        ferry,
+        tools=[crossing],
+        options={"playerOptionCount": 0},
+    )
+    assert result["toolCalls"][0]["call"]["arguments"] == {"passengers": 3, "horses": 0}
+    assert result["line"] == "That will be 6 copper, friend."
+
+
 async def test_a_fact_told_about_the_npc_in_the_second_person_opens_in_the_first():
     model = SmallModel()
     model.replies = {"respond": ["."]}

@@ -137,6 +137,9 @@ class Clause:
     opening: str
     from_tool: bool = False
     opens: bool = False
+    settles: bool = False
+    """What an act the player asked for comes to ("That will be 6 copper"): the answer to the
+    order, whatever words it shares with it."""
 
 
 def said_values(line: str) -> set[str]:
@@ -273,11 +276,13 @@ def tool_clauses(value: Any, asked: Asked, unit: str = "") -> list[Clause]:
         values = set() if item is subject else item_words
         if number and not subject:
             values = key_words | item_words  # a list of names with numbers: the names say it too
-        opening, opens = "", False
+        opening, opens, settles = "", False, False
         if number and priced and subject and asked.amount:
             opening, opens = f"The {subject.strip()} is {_amount(item, key, unit)}", True
-        elif number and priced and subject and act:
-            opening, opens = f"That will be {_amount(item, key, unit)}", True
+        elif number and act and key_words & _PRICED and str(item) not in asked.numbers:
+            # the act's total: of the named thing ("Three salves" → 24 copper), or of an order
+            # that names none ("Three of us need to cross" → ``totalCopper: 6``)
+            opening, opens, settles = f"That will be {_amount(item, key, unit)}", True, True
         elif number and priced and asked.amount:
             opening, opens = f"The {field_words(key)} is {_amount(item, key, unit)}", True
         elif isinstance(item, int) and subject and asked.yes_no and key_words & _COUNTED:
@@ -293,6 +298,7 @@ def tool_clauses(value: Any, asked: Asked, unit: str = "") -> list[Clause]:
                 opening,
                 True,
                 opens,
+                settles,
             )
         )
     return out

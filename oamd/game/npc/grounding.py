@@ -93,6 +93,11 @@ class Grounding:
         self._known_numbers = numbers_in(f"{told} {self.player_line}")
         self._secret_words = [content_words(s) - asked.words for s in self.secrets]
         self._asked, self._answer = _answering(clauses, asked)
+        totals = [c for c in clauses if c.settles]
+        if totals and (self._answer is None or not self._answer.settles):
+            # an act the player asked for was done: what it comes to answers the order
+            self._answer = totals[0]
+            self._asked = set(totals[0].values) or self._asked
         if self._answer is None and not self._asked and asked.question:
             # a question no clause shares a word with ("What's on the menu tonight?") is
             # answered by what the tool listed, when it listed names with amounts
