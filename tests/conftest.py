@@ -9,12 +9,13 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
+from backends.llama_server import LlamaServer, missing_reason, running_server
 from contract import (
     METHODS,
     validate_client_request,
@@ -96,3 +97,14 @@ async def memory_daemon(
 async def client() -> AsyncIterator[Client]:
     async with memory_daemon() as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[LlamaServer]:
+    """A real llama-cpp-python server with the packaged model, shared by the OpenAI backend's
+    tests (skipped where llama.cpp or its server extra is missing)."""
+    reason = missing_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    with running_server() as server:
+        yield server

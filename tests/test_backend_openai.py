@@ -7,7 +7,7 @@ from __future__ import annotations
 import email.utils
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -16,7 +16,6 @@ import jsonschema
 import orjson
 import pytest
 from backends import fake_http
-from backends.llama_server import LlamaServer, missing_reason, running_server
 from conftest import OAMD, contract_checker, memory_daemon
 
 from oamd.backends.base import (
@@ -78,15 +77,6 @@ FIXED = "#m?tools=envelope&json=none&top_k=off"
 
 
 # ---- fixtures ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def llama_server() -> Iterator[LlamaServer]:
-    reason = missing_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    with running_server() as server:
-        yield server
 
 
 async def collect(model: OpenAIModel, request: GenerationRequest) -> list[Any]:

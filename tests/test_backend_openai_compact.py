@@ -6,14 +6,14 @@ to the embedded backend on the same file."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import httpx
 import orjson
 import pytest
-from backends.llama_server import LlamaServer, missing_reason, running_server
+from backends.llama_server import LlamaServer
 
 from oamd.backends.base import (
     ChatMessage,
@@ -242,15 +242,6 @@ async def test_a_model_without_likelihood_choices_cannot_score() -> None:
 
 
 # ---- against a real llama-cpp-python server, beside the embedded model -------------------------
-
-
-@pytest.fixture(scope="module")
-def llama_server() -> Iterator[LlamaServer]:
-    reason = missing_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    with running_server() as server:
-        yield server
 
 
 def _served(server: LlamaServer) -> OpenAIModel:
