@@ -203,6 +203,14 @@ def test_a_score_is_read_from_the_end_of_the_echo_past_the_generated_token() -> 
         {"choices": []},
         {"choices": [{"text": "x", "logprobs": {"tokens": ["x"], "token_logprobs": [None]}}]},
         {"choices": [{"text": "x", "logprobs": {"tokens": ["x"], "token_logprobs": ["-1"]}}]},
+        {
+            "choices": [
+                {
+                    "text": "x",
+                    "logprobs": {"tokens": ["Stew is 5 gold."], "token_logprobs": [-(10**400)]},
+                }
+            ]
+        },
     ],
 )
 def test_an_echo_without_log_probabilities_fails_naming_the_option_to_use(response: Any) -> None:

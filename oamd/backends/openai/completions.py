@@ -144,7 +144,10 @@ def scored_logprob(response: Mapping[str, Any], scored: ScoredPrompt) -> tuple[f
         value = values[index]
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise _no_logprobs()
-        total += float(value)
+        try:
+            total += float(value)
+        except OverflowError:  # a 400-digit integer is a JSON number, not a log-probability
+            raise _no_logprobs() from None
         count += 1
         need -= len(tokens[index])
     if need > 0 or count == 0:

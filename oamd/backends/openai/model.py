@@ -480,7 +480,8 @@ class OpenAIModel(LanguageModel):
         *,
         stream: bool,
     ) -> AsyncIterator[GenerationEvent]:
-        """One ``POST /chat/completions``: the events of its chunks as they arrive. A request
+        """One ``POST /chat/completions`` (``/completions`` for a free-text step of the compact
+        layout): the events of its chunks as they arrive. A request
         member the server refuses by name is left out and the request sent again (at most
         ``MAX_LEARNT_PER_STEP`` times; ``oamd.backends.openai.refusals``)."""
         plain = self._compact and goes_as_completion(request)
