@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from oamd.backends._plain_chat import plain_message
+from oamd.backends._plain_chat import plain_message, unmarked
 from oamd.backends.base import ChatMessage, Sampling, ScoredText
 from oamd.backends.llamacpp.scoring import Scorer, parallel_context, shared_length
 from oamd.backends.llamacpp.threads import ThreadPolicy
@@ -139,7 +139,7 @@ class LlamaRuntime:
         """The chat prompt (and the start of the reply) as tokens, and the template's stops."""
         result = self._formatter(messages=[plain_message(m) for m in messages])
         tokens = self.llm.tokenize(
-            (result.prompt + self._answer_opening + reply_prefix).encode("utf-8"),
+            (result.prompt + self._answer_opening + unmarked(reply_prefix)).encode("utf-8"),
             add_bos=not result.added_special,
             special=True,
         )

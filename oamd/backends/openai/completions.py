@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from oamd.backends._plain_chat import plain_message
+from oamd.backends._plain_chat import plain_message, unmarked
 from oamd.backends.base import ChatMessage, GenerationRequest, ScoredText
 from oamd.backends.openai.wire import MAX_STOP_SEQUENCES, WireOptions, sampled
 from oamd.errors import ModelError
@@ -45,7 +45,7 @@ def chatml(messages: Sequence[ChatMessage], *, reply: str | None = "") -> str:
         f"{START}{m['role']}\n{m['content']}{END}\n" for m in (plain_message(x) for x in messages)
     ]
     if reply is not None:
-        out.append(f"{START}assistant\n{reply}")
+        out.append(f"{START}assistant\n{unmarked(reply)}")
     return "".join(out)
 
 
@@ -85,14 +85,14 @@ def scored_prompt(candidate: ScoredText) -> ScoredPrompt:
     """The candidate's conversation in ChatML, its last message left open after the scored
     text (the end of message is not scored, as on the embedded model)."""
     *before, last = candidate.messages
-    role = plain_message(last)["role"]
-    content = plain_message(last)["content"]
-    if not content.endswith(candidate.scored):
+    plain = plain_message(last)
+    scored = unmarked(candidate.scored)
+    if not plain["content"].endswith(scored):
         raise ModelError(
             "invalid_request", "A scored text must end its conversation's last message."
         )
-    prompt = chatml(before, reply=None) + f"{START}{role}\n{content}"
-    return ScoredPrompt(prompt, len(candidate.scored))
+    prompt = chatml(before, reply=None) + f"{START}{plain['role']}\n{plain['content']}"
+    return ScoredPrompt(prompt, len(scored))
 
 
 def score_body(options: WireOptions, prompt: str) -> dict[str, Any]:
