@@ -8,7 +8,8 @@ Guarantees:
 
 - nothing blocking runs on the event loop: loading, tokenizing, grammar compilation and every
   decoded token go through ``anyio.to_thread.run_sync`` with this model's ``CapacityLimiter(1)``;
-- one step at a time per model (the KV cache holds one sequence), others wait their turn;
+- one step at a time per model, others wait their turn; the KV cache holds the running
+  conversation, and the states of the last few are parked beside it (``kv_slots``);
 - tokens stream as they are decoded: the loop pulls one chunk per worker call, so a cancelled or
   abandoned step stops after the token in flight and closes the completion;
 - ``schema`` steps decode under a GBNF grammar compiled from the JSON Schema, so their JSON is
@@ -59,6 +60,8 @@ from oamd.backends.base import (
     estimate_tokens,
 )
 from oamd.backends.llamacpp.fast_form import fast_form
+from oamd.backends.llamacpp.kv_slots import DEFAULT_SLOTS, MAX_SLOTS
+from oamd.backends.llamacpp.kv_store import DEFAULT_MAX_BYTES
 from oamd.backends.llamacpp.packaged_model import (
     PACKAGED_MODEL_INSTALL,
     PACKAGED_MODEL_MODULE,
@@ -180,6 +183,9 @@ class LlamaCppModel(LanguageModel):
         context_size: int = DEFAULT_CONTEXT_SIZE,
         threads: int | None = None,
         ram_cache_bytes: int = 0,
+        slots: int = DEFAULT_SLOTS,
+        kv_folder: str | Path | None = None,
+        kv_max_bytes: int = DEFAULT_MAX_BYTES,
         prompts: str | None = None,
         choices: str = "likelihood",
         locate: Locator | None = None,
@@ -192,7 +198,10 @@ class LlamaCppModel(LanguageModel):
         (``oamd.backends.llamacpp.threads``:
         llama.cpp's threads wait on each other, so one stalled by a busy core stalls them all);
         ``ram_cache_bytes`` > 0 also keeps whole KV states in RAM (llama-cpp-python's
-        ``LlamaRAMCache``), which helps when several sessions interleave; ``prompts`` forces the
+        ``LlamaRAMCache``); ``slots`` is how many conversations' KV states are kept warm besides
+        the running one (``oamd.backends.llamacpp.kv_slots``; 0 keeps none); ``kv_folder`` keeps
+        the states dropped from memory, and those held at exit, on disk for the next process
+        (``oamd.backends.llamacpp.kv_store``, at most ``kv_max_bytes``); ``prompts`` forces the
         compact or the full prompt layout (``None``: by the model's size, once loaded);
         ``choices`` ``generation`` turns likelihood scoring off; ``requantize`` ``q8_0`` or
         ``q4_0`` loads a copy of a Q4_1/Q5 file in that type, made once in the folder ``derived``
@@ -205,6 +214,9 @@ class LlamaCppModel(LanguageModel):
         self.context_size = context_size
         self.threads = threads
         self.ram_cache_bytes = ram_cache_bytes
+        self.slots = slots
+        self.kv_folder = Path(kv_folder) if kv_folder else None
+        self.kv_max_bytes = kv_max_bytes
         self.thread_limiter = anyio.CapacityLimiter(1)
         """The only way into llama.cpp: one worker thread at a time."""
         self._step_gate = anyio.Semaphore(1)
@@ -243,7 +255,10 @@ class LlamaCppModel(LanguageModel):
         ``llamacpp:``); a name or ``hf:`` reference is looked up by ``resolve`` (without one it
         is taken for a path), ``locate`` is a lookup made already (``ollama:``). Options:
         ``ctx=<tokens>`` (context, default 4096), ``threads=<n>`` (default: the free cores, step by step),
-        ``cache=<MiB>`` (a RAM cache of KV states, default off), ``prompts=compact|full`` (the
+        ``cache=<MiB>`` (a RAM cache of KV states, default off), ``slots=<n>`` (conversations
+        kept warm besides the running one, default ``DEFAULT_SLOTS``; 0 keeps none),
+        ``kvcache=<folder>`` (KV states kept on disk across restarts, default off) and
+        ``kvcache_mib=<MiB>`` (its bound, default 1024), ``prompts=compact|full`` (the
         prompt layout; default: compact below ``COMPACT_BELOW_PARAMETERS``), ``choices=
         likelihood|generation`` (how closed choices are made; default likelihood),
         ``requantize=off|q8_0|q4_0`` (load a copy of a Q4_1/Q5 file in that type, made once in
@@ -257,13 +272,25 @@ class LlamaCppModel(LanguageModel):
         if reference is not None and resolve is not None:
             locate = resolve(*reference)
         options: dict[str, Any] = {}
-        numbers = {"ctx": "context_size", "threads": "threads", "cache": "ram_cache_bytes"}
+        numbers = {
+            "ctx": "context_size",
+            "threads": "threads",
+            "cache": "ram_cache_bytes",
+            "slots": "slots",
+            "kvcache_mib": "kv_max_bytes",
+        }
+        zero_allowed = ("cache", "slots")
         words = {
             "prompts": ("compact", "full"),
             "choices": ("likelihood", "generation"),
             "requantize": ("off", "q8_0", "q4_0"),
         }
         for key, value in parse_qsl(query, keep_blank_values=True):
+            if key == "kvcache":
+                if not value:
+                    raise ValueError("llamacpp: option 'kvcache' must name a folder")
+                options["kv_folder"] = value
+                continue
             if key in words:
                 if value not in words[key]:
                     raise ValueError(
@@ -272,14 +299,19 @@ class LlamaCppModel(LanguageModel):
                 options[key] = value
                 continue
             if key not in numbers:
-                known = ", ".join([*numbers, *words])
+                known = ", ".join([*numbers, *words, "kvcache"])
                 raise ValueError(f"llamacpp: unknown option {key!r}; known options: {known}")
-            if not value.isdigit() or (int(value) <= 0 and key != "cache"):
+            if not value.isdigit() or (int(value) <= 0 and key not in zero_allowed):
                 raise ValueError(
                     f"llamacpp: option {key!r} must be a positive integer; got {value!r}"
                 )
             number = int(value)
-            options[numbers[key]] = number * 1024 * 1024 if key == "cache" else number
+            if key == "slots" and number > MAX_SLOTS:
+                raise ValueError(
+                    f"llamacpp: option 'slots' must be at most {MAX_SLOTS}; got {value}"
+                )
+            mebibytes = key in ("cache", "kvcache_mib")
+            options[numbers[key]] = number * 1024 * 1024 if mebibytes else number
         return cls(
             None if locate is not None else path or None,
             locate=locate,
@@ -383,6 +415,9 @@ class LlamaCppModel(LanguageModel):
                     context_size=self.context_size,
                     threads=self.threads,
                     ram_cache_bytes=self.ram_cache_bytes,
+                    slots=self.slots,
+                    kv_folder=self.kv_folder,
+                    kv_max_bytes=self.kv_max_bytes,
                 ),
                 limiter=self.thread_limiter,
             )
@@ -453,7 +488,7 @@ class LlamaCppModel(LanguageModel):
             if request.schema is not None:
                 grammar = await self._run(runtime.grammar, request.schema)
                 clock.mark("grammar")
-            cached = await self._run(runtime.reusable_prefix, tokens)
+            cached = await self._run(runtime.warm_prefix, tokens)
             stops = [*stops, *request.stop]
             chunks = await self._run(runtime.start, tokens, stops, request.sampling, grammar)
             counted = 0

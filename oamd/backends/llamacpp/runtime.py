@@ -20,6 +20,8 @@ import orjson
 
 from oamd.backends._plain_chat import plain_message, unmarked
 from oamd.backends.base import ChatMessage, Sampling, ScoredText
+from oamd.backends.llamacpp.kv_slots import DEFAULT_SLOTS, KvSlots
+from oamd.backends.llamacpp.kv_store import DEFAULT_MAX_BYTES, KvStore, model_identity
 from oamd.backends.llamacpp.scoring import Scorer, parallel_context, shared_length
 from oamd.backends.llamacpp.threads import ThreadPolicy
 from oamd.jsonvalue import dumps_text
@@ -69,7 +71,15 @@ class LlamaRuntime:
     """A loaded GGUF model. Not thread-safe: the caller runs one method at a time."""
 
     def __init__(
-        self, path: Path, *, context_size: int, threads: int | None, ram_cache_bytes: int = 0
+        self,
+        path: Path,
+        *,
+        context_size: int,
+        threads: int | None,
+        ram_cache_bytes: int = 0,
+        slots: int = DEFAULT_SLOTS,
+        kv_folder: Path | None = None,
+        kv_max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         """Loads the model (blocking).
 
@@ -93,6 +103,17 @@ class LlamaRuntime:
             verbose=False,
         )
         self._scorer = Scorer(self.llm, parallel_context(self.llm))
+        store = None
+        if kv_folder is not None:
+            identity = model_identity(path, llama_cpp_version() or "unknown")
+            store = KvStore(kv_folder, identity, kv_max_bytes)
+        self.slots = KvSlots(
+            self.llm,
+            slots,
+            spill=store.save if store else None,
+            unspill=store.find if store else None,
+        )
+        """The conversations kept warm besides the one in the KV cache."""
         self.threads.choose()  # the first look: the first step sees the machine since the load
         if ram_cache_bytes > 0:
             self.llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=ram_cache_bytes))
@@ -170,7 +191,15 @@ class LlamaRuntime:
     def score(self, candidates: list[tuple[list[int], int, int]]) -> tuple[list[float], int, int]:
         """The summed log-probability of each candidate's ``tokens[start:end]`` given what
         precedes them; how many tokens that took, and how many came from the KV cache."""
+        if candidates:
+            self.slots.recall(candidates[0][0])
         return self._scorer.score(candidates)
+
+    def warm_prefix(self, tokens: Sequence[int]) -> int:
+        """Puts the kept state that starts most like ``tokens`` in the KV cache (``KvSlots``);
+        how many leading tokens the next step then skips."""
+        self.slots.recall(tokens)
+        return self.reusable_prefix(tokens)
 
     def reusable_prefix(self, tokens: Sequence[int]) -> int:
         """How many leading prompt tokens the KV cache already holds (what ``generate`` skips)."""
@@ -245,6 +274,7 @@ class LlamaRuntime:
         """Evaluates ``tokens`` into the KV cache (past the prefix it already holds) by decoding
         one token after them, through the public completion API; the next step that starts with
         them re-evaluates none of them but the last."""
+        self.slots.recall(tokens)
         self.llm.create_completion(tokens, max_tokens=1, temperature=0.0)
 
     def generated_tokens(self, prompt_length: int) -> int:
@@ -255,6 +285,7 @@ class LlamaRuntime:
         return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     def close(self) -> None:
+        self.slots.close()
         self.llm.close()
 
 
