@@ -155,6 +155,7 @@ bench-cache: $(STAMP)
 # same tokens, and the share of sane NPC lines (~2 min on two cores; run it on a quiet machine).
 bench-model: $(STAMP)
 	$(PY) bench/model_turns.py
+	$(PY) bench/several_npcs.py
 
 # Opt-in: the protocol fuzzer, seeded (printed; SEED=n replays a run): 100,000 lines over stdio
 # and 20,000 over a Unix socket, checked by the oracle of tests/fuzz_oracle.py (a few minutes);
