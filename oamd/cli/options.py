@@ -41,7 +41,8 @@ MODEL_FORMS = """\
       timeout=<seconds>, deadline=<seconds>, max_in_flight=<n>, top_k=on|off,
       usage=on|off; the API key comes from $OAMD_OPENAI_API_KEY or $OPENAI_API_KEY
   llamacpp[:<path.gguf>|<name>|hf:<org>/<repo>/<file.gguf>][?ctx=<tokens>
-          &threads=<n>&cache=<MiB>&slots=<n>&kvcache=<folder>&kvcache_mib=<MiB>
+          &threads=<n>&cache=<MiB>&slots=<n>&slots_mib=<MiB>&kvcache=<folder>
+          &kvcache_mib=<MiB>
           &prompts=compact|full&choices=likelihood|generation
           &requantize=off|q8_0|q4_0]
       llama.cpp inside the daemon (pip install 'oamd[local]'); without a path,
@@ -51,9 +52,9 @@ MODEL_FORMS = """\
       requantize: run a Q4_1/Q5 file as a copy of that type, made once in the
       store's fast/ folder, when it measures faster (default off: it scored
       lower on make eval); threads: default the cores other processes leave free;
-      slots: conversations kept warm beside the running one (default 4, at most
-      64, 0: none); kvcache: a folder keeping them across restarts (at most
-      kvcache_mib, default 1024)
+      slots: conversations kept warm beside the running one (default 16, at
+      most 64, 0: none) in slots_mib (default 256); kvcache: a folder keeping
+      them across restarts (at most kvcache_mib, default 1024)
   ollama:<name>[:<tag>][?<the llamacpp options>]
       a model Ollama pulled, loaded by the embedded llama.cpp from Ollama's
       own file ($OLLAMA_MODELS, else ~/.ollama/models)

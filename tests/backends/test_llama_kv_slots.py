@@ -108,6 +108,16 @@ async def test_at_most_slots_conversations_are_kept_the_least_recently_used_drop
     assert share(again_mira[1]) < 0.5, again_mira
 
 
+async def test_the_kept_states_stay_within_their_byte_bound(opened):
+    model = open_model(opened, "llamacpp?slots_mib=5")
+    for name in PERSONAS:
+        await run(model, step(name, "Good day."))
+    parked = model._runtime.slots.parked
+    assert parked, "a state of a few MiB fits"
+    assert sum(p.nbytes for p in parked) <= 5 * 1024 * 1024
+    assert len(parked) < len(PERSONAS) - 1, [p.nbytes for p in parked]
+
+
 async def test_one_conversations_later_state_replaces_its_earlier_one(opened):
     model = open_model(opened, "llamacpp?slots=4")
     await run(model, step("Mira", "Good day."))
@@ -237,6 +247,7 @@ async def test_the_cache_folder_stays_within_its_bound(opened, tmp_path):
         ("llamacpp?slots=-1", "positive integer"),
         ("llamacpp?kvcache=", "must name a folder"),
         ("llamacpp?kvcache_mib=0", "positive integer"),
+        ("llamacpp?slots_mib=x", "positive integer"),
     ],
 )
 def test_malformed_slot_and_cache_options_are_refused_with_the_option_named(spec, message):

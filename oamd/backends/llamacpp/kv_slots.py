@@ -14,9 +14,9 @@ prompt and overwrite the one before, so two NPCs talked to in turn each re-prefi
 States are found by their tokens, not by who they belong to, so sessions, NPCs, decisions and
 scored candidates are all served the same way. A conversation has at most one parked state (a
 newer one of the same conversation, which shares more than half of it, replaces it). At most
-``slots`` are kept, the least recently used dropped first (or handed to ``spill``: the cache
-directory, ``oamd.backends.llamacpp.kv_store``); each costs the KV bytes of its tokens (SmolLM2-135M:
-about 20 KB a token, so 24 MB for a 1,200-token prompt). Blocking: called in the model's worker
+``slots`` are kept, taking at most ``max_bytes`` in all, the least recently used dropped first (or
+handed to ``spill``: the cache directory, ``oamd.backends.llamacpp.kv_store``); each costs the KV
+bytes of its tokens (SmolLM2-135M: about 20 KB a token, so 24 MB for a 1,200-token prompt). Blocking: called in the model's worker
 thread, like everything on a loaded model.
 """
 
@@ -30,11 +30,16 @@ from typing import Any
 from oamd.backends.llamacpp.scoring import shared_length
 from oamd.log import get_logger
 
-__all__ = ["DEFAULT_SLOTS", "MAX_SLOTS", "KvSlots", "ParkedState"]
+__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_SLOTS", "MAX_SLOTS", "KvSlots", "ParkedState"]
 
-DEFAULT_SLOTS = 4
-"""Conversations kept warm besides the one running (spec option ``slots``): four 1,200-token NPCs
-on SmolLM2-135M take ~100 MB, which a phone-class device can spare; a desktop may keep more."""
+DEFAULT_SLOTS = 16
+"""Conversations kept warm besides the one running (spec option ``slots``), as long as they fit
+in ``DEFAULT_MAX_BYTES``: sixteen guards deciding at once (200-token prompts, 4 MB each) all stay
+warm, and so do ten 1,200-token NPCs."""
+
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+"""What the kept states may take in all (spec option ``slots_mib``); past it, or past ``slots``,
+the least recently used go first. A phone-class device may want 64 MiB (two or three NPCs)."""
 
 MAX_SLOTS = 64
 """The most ``slots`` a spec may ask for: each can hold a whole context's KV state."""
@@ -77,11 +82,13 @@ class KvSlots:
         llm: Any,
         slots: int = DEFAULT_SLOTS,
         *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
         spill: Spill | None = None,
         unspill: Unspill | None = None,
     ) -> None:
         self._llm = llm
         self._slots = max(0, slots)
+        self._max_bytes = max(0, max_bytes)
         self._parked: list[ParkedState] = []
         """Least recently used first."""
         self._spill = spill
@@ -143,7 +150,7 @@ class KvSlots:
                 continue
             kept.append(other)
         kept.append(state)
-        while len(kept) > self._slots:
+        while kept and (len(kept) > self._slots or sum(k.nbytes for k in kept) > self._max_bytes):
             self._drop(kept.pop(0))
         self._parked = kept
 

@@ -60,6 +60,7 @@ from oamd.backends.base import (
     estimate_tokens,
 )
 from oamd.backends.llamacpp.fast_form import fast_form
+from oamd.backends.llamacpp.kv_slots import DEFAULT_MAX_BYTES as DEFAULT_SLOT_BYTES
 from oamd.backends.llamacpp.kv_slots import DEFAULT_SLOTS, MAX_SLOTS
 from oamd.backends.llamacpp.kv_store import DEFAULT_MAX_BYTES
 from oamd.backends.llamacpp.packaged_model import (
@@ -184,6 +185,7 @@ class LlamaCppModel(LanguageModel):
         threads: int | None = None,
         ram_cache_bytes: int = 0,
         slots: int = DEFAULT_SLOTS,
+        slot_bytes: int = DEFAULT_SLOT_BYTES,
         kv_folder: str | Path | None = None,
         kv_max_bytes: int = DEFAULT_MAX_BYTES,
         prompts: str | None = None,
@@ -199,7 +201,8 @@ class LlamaCppModel(LanguageModel):
         llama.cpp's threads wait on each other, so one stalled by a busy core stalls them all);
         ``ram_cache_bytes`` > 0 also keeps whole KV states in RAM (llama-cpp-python's
         ``LlamaRAMCache``); ``slots`` is how many conversations' KV states are kept warm besides
-        the running one (``oamd.backends.llamacpp.kv_slots``; 0 keeps none); ``kv_folder`` keeps
+        the running one, in ``slot_bytes`` at most (``oamd.backends.llamacpp.kv_slots``; 0 keeps
+        none); ``kv_folder`` keeps
         the states dropped from memory, and those held at exit, on disk for the next process
         (``oamd.backends.llamacpp.kv_store``, at most ``kv_max_bytes``); ``prompts`` forces the
         compact or the full prompt layout (``None``: by the model's size, once loaded);
@@ -215,6 +218,7 @@ class LlamaCppModel(LanguageModel):
         self.threads = threads
         self.ram_cache_bytes = ram_cache_bytes
         self.slots = slots
+        self.slot_bytes = slot_bytes
         self.kv_folder = Path(kv_folder) if kv_folder else None
         self.kv_max_bytes = kv_max_bytes
         self.thread_limiter = anyio.CapacityLimiter(1)
@@ -256,7 +260,8 @@ class LlamaCppModel(LanguageModel):
         is taken for a path), ``locate`` is a lookup made already (``ollama:``). Options:
         ``ctx=<tokens>`` (context, default 4096), ``threads=<n>`` (default: the free cores, step by step),
         ``cache=<MiB>`` (a RAM cache of KV states, default off), ``slots=<n>`` (conversations
-        kept warm besides the running one, default ``DEFAULT_SLOTS``; 0 keeps none),
+        kept warm besides the running one, default ``DEFAULT_SLOTS``; 0 keeps none) in
+        ``slots_mib=<MiB>`` (default 256),
         ``kvcache=<folder>`` (KV states kept on disk across restarts, default off) and
         ``kvcache_mib=<MiB>`` (its bound, default 1024), ``prompts=compact|full`` (the
         prompt layout; default: compact below ``COMPACT_BELOW_PARAMETERS``), ``choices=
@@ -277,6 +282,7 @@ class LlamaCppModel(LanguageModel):
             "threads": "threads",
             "cache": "ram_cache_bytes",
             "slots": "slots",
+            "slots_mib": "slot_bytes",
             "kvcache_mib": "kv_max_bytes",
         }
         zero_allowed = ("cache", "slots")
@@ -310,7 +316,7 @@ class LlamaCppModel(LanguageModel):
                 raise ValueError(
                     f"llamacpp: option 'slots' must be at most {MAX_SLOTS}; got {value}"
                 )
-            mebibytes = key in ("cache", "kvcache_mib")
+            mebibytes = key in ("cache", "slots_mib", "kvcache_mib")
             options[numbers[key]] = number * 1024 * 1024 if mebibytes else number
         return cls(
             None if locate is not None else path or None,
@@ -416,6 +422,7 @@ class LlamaCppModel(LanguageModel):
                     threads=self.threads,
                     ram_cache_bytes=self.ram_cache_bytes,
                     slots=self.slots,
+                    slot_bytes=self.slot_bytes,
                     kv_folder=self.kv_folder,
                     kv_max_bytes=self.kv_max_bytes,
                 ),

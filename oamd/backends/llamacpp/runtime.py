@@ -20,6 +20,7 @@ import orjson
 
 from oamd.backends._plain_chat import plain_message, unmarked
 from oamd.backends.base import ChatMessage, Sampling, ScoredText
+from oamd.backends.llamacpp.kv_slots import DEFAULT_MAX_BYTES as DEFAULT_SLOT_BYTES
 from oamd.backends.llamacpp.kv_slots import DEFAULT_SLOTS, KvSlots
 from oamd.backends.llamacpp.kv_store import DEFAULT_MAX_BYTES, KvStore, model_identity
 from oamd.backends.llamacpp.scoring import Scorer, parallel_context, shared_length
@@ -78,6 +79,7 @@ class LlamaRuntime:
         threads: int | None,
         ram_cache_bytes: int = 0,
         slots: int = DEFAULT_SLOTS,
+        slot_bytes: int = DEFAULT_SLOT_BYTES,
         kv_folder: Path | None = None,
         kv_max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
@@ -110,6 +112,7 @@ class LlamaRuntime:
         self.slots = KvSlots(
             self.llm,
             slots,
+            max_bytes=slot_bytes,
             spill=store.save if store else None,
             unspill=store.find if store else None,
         )
