@@ -94,3 +94,53 @@ async def test_models_without_a_prefix_cache_are_not_warmed():
             await client.request("npc/create", {"npc": "mira", "persona": {"name": "Mira"}})
             await client.request("session/respond", {"session": "inn", "prompt": "Hi!"})
     assert model.prefilled == []
+
+
+async def test_an_updated_npc_warms_its_new_system_text():
+    model = caching_model()
+    async with memory_daemon(default_config(model, test_methods=True)) as client:
+        with anyio.fail_after(5):
+            params = {
+                "npc": "mira",
+                "persona": {"name": "Mira"},
+                "options": {"replyFormat": "text"},
+            }
+            await client.request("npc/create", params)
+            await model.warmed.wait()
+            model.warmed = anyio.Event()
+            await client.request(
+                "npc/update", {"npc": "mira", "persona": {"role": "the innkeeper of the Goose"}}
+            )
+            await model.warmed.wait()
+            await client.request("npc/talk", {"npc": "mira", "line": "Evening!"})
+    first, after_update = model.prefilled
+    assert "the innkeeper of the Goose" not in first[0].content
+    assert after_update[0].content == model.requests[0].messages[0].content
+    assert "the innkeeper of the Goose" in after_update[0].content
+
+
+async def test_a_restored_small_model_npc_warms_its_history_too():
+    model = caching_model()
+    model.capabilities = replace(model.capabilities, compact_prompts=True)
+    async with memory_daemon(default_config(model, test_methods=True)) as client:
+        with anyio.fail_after(5):
+            params = {
+                "npc": "mira",
+                "persona": {"name": "Mira"},
+                "options": {"playerOptionCount": 0},
+            }
+            await client.request("npc/create", params)
+            await client.request("npc/talk", {"npc": "mira", "line": "Is there a room free?"})
+            saved = (await client.request("npc/state", {"npc": "mira"}))["state"]
+            await client.request("npc/delete", {"npc": "mira"})
+            while model.prefilled:  # what the talk's own follow-up warmed
+                await anyio.sleep(0.05)
+                if model.prefilled:
+                    model.prefilled.clear()
+                    await anyio.sleep(0.1)
+            await client.request("npc/restore", {"state": saved})
+            while not any(len(m) > 1 for m in model.prefilled):
+                await anyio.sleep(0.01)
+    warmed = next(m for m in model.prefilled if len(m) > 1)
+    said = [m.content for m in warmed]
+    assert any("Is there a room free?" in text for text in said), said

@@ -76,8 +76,9 @@ def turn_setup(npc: Npc) -> TalkSetup:
 
 async def prefill_first_turn(npc: Npc) -> None:
     """The model evaluates the NPC's system text ahead of its first line (background work, a
-    text-only model with a prefix cache), so that line finds it cached; a small model scores its
-    closed choices' priors too (``prefill_choices``)."""
+    text-only model with a prefix cache, after ``npc/create``, ``npc/restore`` and
+    ``npc/update``), so that line finds it cached; a small model scores its closed choices' priors
+    too (``prefill_choices``), and a restored one's history after its system text."""
     try:
         await npc.model.settle_capabilities()  # the layout, hence the system text, depends on it
     except ModelError:
@@ -87,6 +88,8 @@ async def prefill_first_turn(npc: Npc) -> None:
     await prefill_system_text(npc.model, instructions, tools)
     if small_model_turns(npc):
         await prefill_choices(npc, instructions)
+        if npc.history.entries:
+            await prefill_next_turn(npc)
 
 
 async def prefill_next_turn(npc: Npc) -> None:

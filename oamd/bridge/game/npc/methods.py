@@ -267,6 +267,8 @@ def update(req: Request) -> Deferred:
         state.budget.check_room(change.growth(npc) - size)
         op.commit()
         change.apply(npc)
+        if npc.model.capabilities.prefix_cache:
+            req.follow_up(partial(prefill_first_turn, npc))  # the system text may have changed
         return encode.encode_updated(npc, warnings + change.warnings)
 
     return Deferred.queued(state.budget.held(size, npc.queue.schedule(work)))
