@@ -7,7 +7,11 @@ on ``oamd stdio --model llamacpp``, each spoken to once first (not counted). The
 - one NPC at a time: three lines to A, then three to B, … (twelve turns) — the floor;
 - four in turn: the same lines to a second group of the same four, A, B, C, D, A, …;
 - four ``npc/talk`` at once (the second group) against the first group one after another;
-- four ``npc/bark`` at once against four one after another, likewise.
+- four ``npc/bark`` at once against four one after another, likewise;
+- a ``decision/decideMany`` of 16 guards against 16 ``decision/decide`` one after another;
+- a freshly created NPC's first line after 2 s of idle, against a warm line;
+- a game saved after three lines and started again (``npc/restore``): its first line with the
+  ``kvcache`` folder and without, against the last line before the save.
 
 Each model spec given is played in its own daemon: the default plays ``llamacpp?slots=0`` (one
 KV sequence: every switch re-evaluates the NPC's prompt) and ``llamacpp`` (conversations kept
@@ -21,7 +25,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from time import perf_counter
+import tempfile
+from time import perf_counter, sleep
 from typing import Any
 
 from _harness import OAMD_INITIALIZE, PYTHON, REPO_ROOT, ServerSpec, spawn, write_json
@@ -31,6 +36,7 @@ sys.path.insert(0, REPO_ROOT)
 
 from evals.grounded import create_params, grounded_tool_output
 from evals.grounded_set import GARRICK, GROUNDED, HILDE, WENNA, YSOLDE
+from evals.npc_chat import DECISIONS
 
 TURN_TIMEOUT_S = 180.0
 CHARACTERS = (HILDE, GARRICK, YSOLDE, WENNA)
@@ -59,8 +65,27 @@ def _answer() -> Any:
     return answer
 
 
+ACTORS = ("Brom", "Edda", "Falk", "Greta", "Hugo", "Ilse", "Jorg", "Katja")
+IDLE_S = 2.0
+"""How long a freshly created NPC waits before its first line (the daemon idle meanwhile)."""
+
+
+def decisions(count: int) -> list[dict[str, Any]]:
+    """``count`` guard decisions: the eval's situations, each faced by guards of other names."""
+    out = []
+    for i in range(count):
+        request = dict(DECISIONS[i % len(DECISIONS)])
+        actor = {**request["actor"], "name": ACTORS[i % len(ACTORS)]}
+        out.append({**request, "actor": actor})
+    return out
+
+
+def daemon_spec(model: str) -> ServerSpec:
+    return ServerSpec("oamd", (PYTHON, "-m", "oamd", "stdio", "--model", model), (OAMD_INITIALIZE,))
+
+
 def play(model: str) -> dict[str, Any]:
-    spec = ServerSpec("oamd", (PYTHON, "-m", "oamd", "stdio", "--model", model), (OAMD_INITIALIZE,))
+    spec = daemon_spec(model)
     # two groups of the same four characters: one talked to NPC by NPC, the other in turn, so
     # both do the same work (same lines, same history) and only the order differs
     grouped = [GROUNDED.npc_id(c, 1) for c in CHARACTERS]
@@ -105,7 +130,53 @@ def play(model: str) -> dict[str, Any]:
         figures["bark_together"] = together(
             "npc/bark", [{"npc": npc, "situation": situation} for npc in rotated]
         )
+        asked = decisions(16)
+        figures["decide_sequential"] = sum(together("decision/decide", [d]) for d in asked)
+        figures["decide_many"] = together(
+            "decision/decideMany", [{"requests": decisions(16)[::-1], "maxConcurrency": 16}]
+        )
+        client.call("npc/create", create_params(HILDE, 3, "bench"))
+        sleep(IDLE_S)
+        figures["fresh_first"] = talk(GROUNDED.npc_id(HILDE, 3), LINES[1])
     return figures
+
+
+def restarted(model: str, folder: str) -> dict[str, Any]:
+    """A game saved after three lines to one NPC and started again: the first line after the
+    restore, with the cache folder and without, against the third line before the save."""
+    npc = GROUNDED.npc_id(HILDE, 1)
+
+    def session(spec: str, saved: dict[str, Any] | None) -> tuple[list[float], dict[str, Any]]:
+        with spawn(daemon_spec(spec)) as server:
+            server.handshake()
+            client = TurnClient(server, answer=_answer(), keep_errors=True)
+            client.call("world/create", {"world": "bench"})
+            for path, value in GROUNDED.world.items():
+                client.call("world/set", {"world": "bench", "path": path, "value": value})
+            if saved is None:
+                client.call("npc/create", create_params(HILDE, 1, "bench"))
+                lines = LINES[:3]
+            else:
+                client.call("npc/restore", {"state": saved, "world": "bench"})
+                lines = LINES[3:4]
+            times = []
+            for line in lines:
+                started = perf_counter()
+                client.call("npc/talk", {"npc": npc, "line": line})
+                times.append(perf_counter() - started)
+            state = client.call("npc/state", {"npc": npc})["state"]
+        return times, state
+
+    cached = f"{model}{'&' if '?' in model else '?'}kvcache={folder}"
+    before, saved = session(cached, None)
+    with_folder, _ = session(cached, saved)
+    without, _ = session(model, saved)
+    return {
+        "model": model,
+        "warm": before[-1],
+        "restored_with_cache": with_folder[0],
+        "restored_without": without[0],
+    }
 
 
 def report(rows: list[dict[str, Any]]) -> str:
@@ -124,7 +195,27 @@ def report(rows: list[dict[str, Any]]) -> str:
             f"(×{f['bark_together'] / f['bark_sequential']:.2f})"
         )
     out.append("at once: together / one after another (targets: in turn ≤ ×1.1, at once ≤ ×0.5)")
+    out.append(f"{'model':<28} {'16 decideMany / 16 decide':>27} {'fresh NPC first line':>24}")
+    for f in rows:
+        out.append(
+            f"{f['model']:<28} {f['decide_many']:>11.1f} / {f['decide_sequential']:>5.1f} "
+            f"(×{f['decide_many'] / f['decide_sequential']:.2f}) "
+            f"{f['fresh_first']:>14.2f} (×{f['fresh_first'] / f['warm_p50']:.2f})"
+        )
+    out.append(
+        "targets: decideMany ≤ ×0.3; a fresh NPC's first line after "
+        f"{IDLE_S:.0f} s idle ≤ ×1.2 a warm turn"
+    )
     return "\n".join(out)
+
+
+def restart_report(f: dict[str, Any]) -> str:
+    return (
+        f"restarted from a save ({f['model']}): first line {f['restored_with_cache']:.2f} s with "
+        f"kvcache (×{f['restored_with_cache'] / f['warm']:.2f} the last warm line), "
+        f"{f['restored_without']:.2f} s without (×{f['restored_without'] / f['warm']:.2f}); "
+        "target ≤ ×1.2"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,11 +223,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", action="append", help="a model spec (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    rows = [play(model) for model in args.model or ["llamacpp?slots=0", "llamacpp"]]
+    models = args.model or ["llamacpp?slots=0", "llamacpp"]
+    rows = [play(model) for model in models]
+    with tempfile.TemporaryDirectory() as folder:
+        restart = restarted(models[-1], folder)
     if args.json:
-        write_json(rows)
+        write_json({"rows": rows, "restart": restart})
     else:
         print(report(rows))
+        print(restart_report(restart))
     return 0
 
 
