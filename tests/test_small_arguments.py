@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from oamd.agent.small.arguments import is_lookup, read_from_words, unsaid_required
+from oamd.agent.small.arguments import is_lookup, read_from_words, spells_out, unsaid_required
 
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 ORDER = {
@@ -95,3 +95,41 @@ CROSSING = {
 )
 def test_each_number_said_goes_to_one_amount(said: str, read: dict[str, int]):
     assert read_from_words({"passengers": 1, "horses": 0}, CROSSING, said) == read
+
+
+CROSSING = {
+    "type": "object",
+    "properties": {
+        "passengers": {"type": "integer", "minimum": 1, "maximum": 12},
+        "horses": {"type": "integer", "minimum": 0, "maximum": 6},
+    },
+    "required": ["passengers", "horses"],
+}
+ORDER = {
+    "type": "object",
+    "properties": {
+        "item": {"type": "string", "enum": ["mutton stew", "dark ale"]},
+        "quantity": {"type": "integer", "minimum": 1, "maximum": 10},
+    },
+    "required": ["item", "quantity"],
+}
+
+
+@pytest.mark.parametrize(
+    ("schema", "said", "spelled"),
+    [
+        (CROSSING, "Three of us need to cross, no horses.", True),
+        (CROSSING, "Two of us and one horse, please.", True),
+        (CROSSING, "I have three horses.", False),  # the passengers are left open
+        (CROSSING, "When is the last crossing?", False),
+        (CROSSING, "A party of us, no horses.", False),  # "a" is no amount
+        (ORDER, "There's a funny taste in your dark ale.", False),
+        (ORDER, "Two bowls of stew, please.", True),
+        (ORDER, "How much is the stew?", False),
+        ({"type": "object", "properties": {"item": {"type": "string"}}}, "Any iron?", False),
+    ],
+)
+def test_an_act_is_spelled_out_only_when_the_words_give_each_required_amount_and_choice(
+    schema, said, spelled
+):
+    assert spells_out(schema, said) is spelled

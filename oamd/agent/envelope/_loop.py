@@ -60,7 +60,7 @@ from oamd.agent.json_reader import (
 )
 from oamd.agent.ports import TurnPeer
 from oamd.agent.small import channel_candidates, chat_messages, chat_window, turn_facts
-from oamd.agent.small.arguments import is_lookup, read_from_words, unsaid_required
+from oamd.agent.small.arguments import is_lookup, read_from_words, spells_out, unsaid_required
 from oamd.agent.small.words import is_question
 from oamd.agent.step import PartialEmitter, StepReading, prefill_step, read_step, score_step
 from oamd.agent.tools import ToolDefinition
@@ -92,6 +92,11 @@ QUESTION_LOOKUP_LIFT = 1.25
 is what a lookup answers, and SmolLM2-135M's channel put "Have you got any chain mail?" and
 "What about Mara Quill, is she wanted?" 0.7–1.2 nats on the side of chat (the grounded set's
 small talk sat 1.8–6 nats away)."""
+
+SPELLED_ACT_LIFT = 3.0
+"""Nats an act's reading gains over "just chat" when the words give each of its required amounts
+and choices a value of their own (``spells_out``): SmolLM2-135M's channel put "Three of us need
+to cross, no horses." 2.7 nats on the side of chat, with the booking's every field said."""
 
 DECISION_TEMPERATURE = 0.0
 """Decide and toolArguments steps pick, they do not write: sample greedily."""
@@ -359,9 +364,17 @@ class _EnvelopeTurn:
             self.spec.model, candidates, self.usage, self.settings.retry, self.sleep
         )
         lift = QUESTION_LOOKUP_LIFT if is_question(said) else 0.0
+
+        def lifted_by(tool: ToolDefinition | None) -> float:
+            if tool is None:
+                return 0.0
+            schema = tool.schema.generation
+            if is_lookup(schema):
+                return lift
+            return SPELLED_ACT_LIFT if spells_out(schema, said) else 0.0
+
         lifted = [
-            score + (lift if tool is not None and is_lookup(tool.schema.generation) else 0.0)
-            for tool, score in zip(options, scores.logprobs, strict=True)
+            score + lifted_by(tool) for tool, score in zip(options, scores.logprobs, strict=True)
         ]
         tool = options[max(range(len(options)), key=lifted.__getitem__)]
         if tool is None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from oamd.agent.small.words import NUMBER_WORDS, is_wh_question, stem
 
-__all__ = ["is_lookup", "read_from_words", "unsaid_required"]
+__all__ = ["is_lookup", "read_from_words", "spells_out", "unsaid_required"]
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*|\d+")
 
@@ -286,6 +286,25 @@ def unsaid_required(schema: dict[str, Any], said: str) -> list[str]:
             if not said_numbers:
                 missing.append(name)
     return missing
+
+
+def spells_out(schema: dict[str, Any], said: str) -> bool:
+    """Whether ``said`` gives every required closed field of an act (amounts, choices) a value
+    of its own: "Three of us need to cross, no horses." spells out a crossing for three and no
+    horse. Lookups and acts with a field the words leave open spell out nothing, and "a" or
+    "an" is no amount here ("Must be a strange life" orders no map)."""
+    if is_lookup(schema):
+        return False
+    said = " ".join(w for w in _words(said) if not _is_article(w))
+    properties = schema.get("properties") or {}
+    closed = [
+        name
+        for name in schema.get("required") or ()
+        if isinstance(properties.get(name), dict)
+        and ("enum" in properties[name] or properties[name].get("type") in ("integer", "number"))
+    ]
+    filled = read_from_words(dict.fromkeys(closed), schema, said)
+    return bool(closed) and all(filled.get(name) is not None for name in closed)
 
 
 def is_lookup(schema: dict[str, Any]) -> bool:
