@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: FORCE test lint format wheel dist ffi ffi-sanitize dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model fuzz soak soak-inspector eval eval-grounded eval-grounded-independent eval-grounded-fresh eval-grounded-server llama-server clean
+.PHONY: FORCE test lint format wheel dist ffi ffi-sanitize dist-llama dist-onefile bench-dist bench-unity demo bench bench-cache bench-model bench-chatter fuzz soak soak-inspector eval eval-grounded eval-grounded-independent eval-grounded-fresh eval-grounded-server llama-server clean
 
 # llama-cpp-python builds from source (5-13 minutes on two cores; pip caches the wheel in
 # ~/.cache/pip, so later installs take seconds). A portable CPU build: no -march=native and no
@@ -156,6 +156,14 @@ bench-cache: $(STAMP)
 bench-model: $(STAMP)
 	$(PY) bench/model_turns.py
 	$(PY) bench/several_npcs.py
+
+# Opt-in: NPC chatter at length on the embedded SmolLM2 (NPCS NPCs spoken to in turn on SLOTS KV
+# slots, ROUNDS rounds of barks and talks), RSS and turn p50 per round (~7 min with the defaults).
+NPCS ?= 32
+SLOTS ?= 8
+ROUNDS ?= 12
+bench-chatter: $(STAMP)
+	$(PY) bench/npc_chatter.py --npcs $(NPCS) --slots $(SLOTS) --rounds $(ROUNDS)
 
 # Opt-in: the protocol fuzzer, seeded (printed; SEED=n replays a run): 100,000 lines over stdio
 # and 20,000 over a Unix socket, checked by the oracle of tests/fuzz_oracle.py (a few minutes);
