@@ -212,6 +212,29 @@ async def test_a_foreign_file_in_the_cache_folder_is_dropped_and_others_left_alo
     assert not foreign.exists() and unrelated.exists()
 
 
+async def test_a_fifo_or_a_link_named_like_a_state_neither_blocks_nor_is_followed(opened, tmp_path):
+    import os
+
+    spec = f"llamacpp?kvcache={tmp_path}"
+    first = model_from_spec(spec)
+    try:
+        await run(first, step("Mira", "Hello there!"))
+    finally:
+        await first.aclose()
+    (path,) = stored(tmp_path)
+    fifo = path.with_name("1" * 64 + ".kv")
+    os.mkfifo(fifo)
+    target = tmp_path / "elsewhere.bin"
+    target.write_bytes(path.read_bytes())
+    link = path.with_name("2" * 64 + ".kv")
+    link.symlink_to(target)
+    again = open_model(opened, spec)
+    with anyio.fail_after(30):
+        _, usage = await run(again, step("Mira", "How much is a room?"))
+    assert share(usage) >= 0.8, usage
+    assert not fifo.exists() and not link.is_symlink() and target.exists()
+
+
 async def test_a_state_renamed_to_other_tokens_is_not_trusted(opened, tmp_path):
     spec = f"llamacpp?kvcache={tmp_path}"
     first = model_from_spec(spec)

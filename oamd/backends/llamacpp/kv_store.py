@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import hashlib
 import os
+import stat
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -60,6 +61,23 @@ def model_identity(path: Path, version: str) -> str:
     return digest.hexdigest()
 
 
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file (a FIFO or device named like a state
+    would block or never end).
+
+    Raises:
+        OSError: it cannot be opened, or is no regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 @dataclass(slots=True)
 class _Entry:
     path: Path
@@ -95,7 +113,7 @@ class KvStore:
 
     def _read_head(self, path: Path) -> _Entry | None:
         try:
-            with path.open("rb") as file:
+            with _open_regular(path) as file:
                 tokens, _, _ = self._head(file, path)
             size = path.stat().st_size
         except (OSError, ValueError, struct.error) as exc:
@@ -132,6 +150,8 @@ class KvStore:
         tokens = struct.unpack(f"<{count}i", raw)
         if path.name != self._name(tokens):
             raise ValueError("named for other tokens")
+        if os.fstat(file.fileno()).st_size != len(MAGIC) + 4 + length + 4 * count + size:
+            raise ValueError("file length does not match its header")
         return tokens, size, digest
 
     def find(self, tokens: Sequence[int], more_than: int) -> ParkedState | None:
@@ -146,7 +166,7 @@ class KvStore:
         if best is None:
             return None
         try:
-            with best.path.open("rb") as file:
+            with _open_regular(best.path) as file:
                 stored, size, digest = self._head(file, best.path)
                 data = (ctypes.c_uint8 * size)()
                 if file.readinto(data) != size or file.read(1):
@@ -195,7 +215,10 @@ class KvStore:
             }
         )
         partial = path.with_suffix(".part")
-        with partial.open("wb") as file:
+        with contextlib.suppress(FileNotFoundError):
+            partial.unlink()  # a leftover, or a link planted to be written through
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        with os.fdopen(os.open(partial, flags, 0o600), "wb") as file:
             file.write(MAGIC + struct.pack("<I", len(header)) + header)
             file.write(struct.pack(f"<{len(state.tokens)}i", *state.tokens))
             file.write(memoryview(state.data))
