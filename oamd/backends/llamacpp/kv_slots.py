@@ -93,8 +93,6 @@ class KvSlots:
         """Least recently used first."""
         self._spill = spill
         self._unspill = unspill
-        self.restores = 0
-        self.parks = 0
 
     @property
     def parked(self) -> list[ParkedState]:
@@ -142,7 +140,7 @@ class KvSlots:
         if llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, data, size, 0) != size:
             return
         state = ParkedState(tokens, data)
-        self.parks += 1
+        log.debug("kv_state_parked", tokens=len(tokens), bytes=size)
         # a newer state of the same conversation replaces its older one
         kept = []
         for other in self._parked:
@@ -178,7 +176,7 @@ class KvSlots:
         llm.input_ids[:count] = state.tokens
         llm.n_tokens = count
         llm._requires_eval = True  # the context's logits are not this state's last token
-        self.restores += 1
+        log.debug("kv_state_restored", tokens=count)
 
     def close(self) -> None:
         """Hands every kept state to ``spill`` (the daemon exits), most recent last."""
