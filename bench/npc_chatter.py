@@ -20,12 +20,11 @@ from typing import Any
 
 from _harness import REPO_ROOT, spawn, write_json
 from _turns import TurnClient, rss_kib
-from several_npcs import CHARACTERS, LINES, _answer, daemon_spec
+from several_npcs import CHARACTERS, LINES, _answer, daemon_spec, new_world
 
 sys.path.insert(0, REPO_ROOT)
 
 from evals.grounded import create_params
-from evals.grounded_set import GROUNDED
 
 TURN_TIMEOUT_S = 180.0
 
@@ -37,9 +36,7 @@ def chatter(npcs: int, slots: int, rounds: int) -> list[dict[str, Any]]:
     with spawn(daemon_spec(model)) as server:
         server.handshake()
         client = TurnClient(server, answer=_answer(), keep_errors=True)
-        client.call("world/create", {"world": "bench"})
-        for path, value in GROUNDED.world.items():
-            client.call("world/set", {"world": "bench", "path": path, "value": value})
+        new_world(client)
         for i in range(npcs):
             character = CHARACTERS[i % len(CHARACTERS)]
             params = create_params(character, 10 + i, "bench")

@@ -80,6 +80,13 @@ def decisions(count: int) -> list[dict[str, Any]]:
     return out
 
 
+def new_world(client: TurnClient) -> None:
+    """The grounded set's town as the world ``bench``, which the NPCs read."""
+    client.call("world/create", {"world": "bench"})
+    for path, value in GROUNDED.world.items():
+        client.call("world/set", {"world": "bench", "path": path, "value": value})
+
+
 def daemon_spec(model: str) -> ServerSpec:
     return ServerSpec("oamd", (PYTHON, "-m", "oamd", "stdio", "--model", model), (OAMD_INITIALIZE,))
 
@@ -94,9 +101,7 @@ def play(model: str) -> dict[str, Any]:
     with spawn(spec) as server:
         server.handshake()
         client = TurnClient(server, answer=_answer(), keep_errors=True)
-        client.call("world/create", {"world": "bench"})
-        for path, value in GROUNDED.world.items():
-            client.call("world/set", {"world": "bench", "path": path, "value": value})
+        new_world(client)
         for run in (1, 2):
             for character in CHARACTERS:
                 client.call("npc/create", create_params(character, run, "bench"))
@@ -150,9 +155,7 @@ def restarted(model: str, folder: str) -> dict[str, Any]:
         with spawn(daemon_spec(spec)) as server:
             server.handshake()
             client = TurnClient(server, answer=_answer(), keep_errors=True)
-            client.call("world/create", {"world": "bench"})
-            for path, value in GROUNDED.world.items():
-                client.call("world/set", {"world": "bench", "path": path, "value": value})
+            new_world(client)
             if saved is None:
                 client.call("npc/create", create_params(HILDE, 1, "bench"))
                 lines = LINES[:3]

@@ -97,24 +97,6 @@ def test_each_number_said_goes_to_one_amount(said: str, read: dict[str, int]):
     assert read_from_words({"passengers": 1, "horses": 0}, CROSSING, said) == read
 
 
-CROSSING = {
-    "type": "object",
-    "properties": {
-        "passengers": {"type": "integer", "minimum": 1, "maximum": 12},
-        "horses": {"type": "integer", "minimum": 0, "maximum": 6},
-    },
-    "required": ["passengers", "horses"],
-}
-ORDER = {
-    "type": "object",
-    "properties": {
-        "item": {"type": "string", "enum": ["mutton stew", "dark ale"]},
-        "quantity": {"type": "integer", "minimum": 1, "maximum": 10},
-    },
-    "required": ["item", "quantity"],
-}
-
-
 @pytest.mark.parametrize(
     ("schema", "said", "spelled"),
     [
@@ -123,7 +105,7 @@ ORDER = {
         (CROSSING, "I have three horses.", False),  # the passengers are left open
         (CROSSING, "When is the last crossing?", False),
         (CROSSING, "A party of us, no horses.", False),  # "a" is no amount
-        (ORDER, "There's a funny taste in your dark ale.", False),
+        (ORDER, "There's a funny taste in your ale.", False),
         (ORDER, "Two bowls of stew, please.", True),
         (ORDER, "How much is the stew?", False),
         ({"type": "object", "properties": {"item": {"type": "string"}}}, "Any iron?", False),

@@ -147,14 +147,20 @@ def stored(folder: Path) -> list[Path]:
     return sorted(folder.rglob("*.kv"))
 
 
-async def test_a_kv_cache_folder_makes_a_restarted_models_first_step_warm(opened, tmp_path):
-    spec = f"llamacpp?kvcache={tmp_path}"
+async def saved_once(spec: str, folder: Path) -> Path:
+    """The one state file a model on ``spec`` writes at exit after one step of Mira's."""
     first = model_from_spec(spec)
     try:
         await run(first, step("Mira", "Hello there!"))
     finally:
-        await first.aclose()  # the running state is written at exit
-    assert len(stored(tmp_path)) == 1
+        await first.aclose()
+    (path,) = stored(folder)
+    return path
+
+
+async def test_a_kv_cache_folder_makes_a_restarted_models_first_step_warm(opened, tmp_path):
+    spec = f"llamacpp?kvcache={tmp_path}"
+    await saved_once(spec, tmp_path)  # the running state is written at exit, alone
     again = open_model(opened, spec)
     text, usage = await run(again, step("Mira", "How much is a room?"))
     alone = await run(open_model(opened, "llamacpp?slots=0"), step("Mira", "How much is a room?"))
@@ -164,12 +170,7 @@ async def test_a_kv_cache_folder_makes_a_restarted_models_first_step_warm(opened
 
 async def test_a_damaged_state_file_is_dropped_and_the_step_evaluates_its_prompt(opened, tmp_path):
     spec = f"llamacpp?kvcache={tmp_path}"
-    first = model_from_spec(spec)
-    try:
-        await run(first, step("Mira", "Hello there!"))
-    finally:
-        await first.aclose()
-    (path,) = stored(tmp_path)
+    path = await saved_once(spec, tmp_path)
     data = bytearray(path.read_bytes())
     data[-100] ^= 0xFF  # one byte of the state itself
     path.write_bytes(bytes(data))
@@ -195,12 +196,7 @@ async def test_a_foreign_file_in_the_cache_folder_is_dropped_and_others_left_alo
     opened, tmp_path, content
 ):
     spec = f"llamacpp?kvcache={tmp_path}"
-    first = model_from_spec(spec)
-    try:
-        await run(first, step("Mira", "Hello there!"))
-    finally:
-        await first.aclose()
-    (path,) = stored(tmp_path)
+    path = await saved_once(spec, tmp_path)
     foreign = path.with_name("0" * 64 + ".kv")
     foreign.write_bytes(content)
     unrelated = path.with_name("notes.txt")
@@ -215,12 +211,7 @@ async def test_a_fifo_or_a_link_named_like_a_state_neither_blocks_nor_is_followe
     import os
 
     spec = f"llamacpp?kvcache={tmp_path}"
-    first = model_from_spec(spec)
-    try:
-        await run(first, step("Mira", "Hello there!"))
-    finally:
-        await first.aclose()
-    (path,) = stored(tmp_path)
+    path = await saved_once(spec, tmp_path)
     fifo = path.with_name("1" * 64 + ".kv")
     os.mkfifo(fifo)
     target = tmp_path / "elsewhere.bin"
@@ -236,12 +227,7 @@ async def test_a_fifo_or_a_link_named_like_a_state_neither_blocks_nor_is_followe
 
 async def test_a_state_renamed_to_other_tokens_is_not_trusted(opened, tmp_path):
     spec = f"llamacpp?kvcache={tmp_path}"
-    first = model_from_spec(spec)
-    try:
-        await run(first, step("Mira", "Hello there!"))
-    finally:
-        await first.aclose()
-    (path,) = stored(tmp_path)
+    path = await saved_once(spec, tmp_path)
     moved = path.with_name("f" * 64 + ".kv")
     path.rename(moved)
     again = open_model(opened, spec)
