@@ -241,6 +241,27 @@ async def test_prefill_neither_loads_the_model_nor_waits_for_a_running_step(mode
             await model.prefill([ChatMessage("system", "A different system text.")])
 
 
+async def test_a_step_that_comes_during_a_long_prefill_stops_it_within_a_chunk(model):
+    await model.availability()
+    lore = " ".join(
+        f"Fact {i}: the well of the {i}th village is {i} paces deep." for i in range(90)
+    )
+    long_text = f"{INNKEEPER} {lore}"
+    whole = await model.count_tokens(long_text)
+    assert whole > 1000  # seconds of prefill: the step below comes in its first chunks
+
+    async def step_soon() -> None:
+        await anyio.sleep(0.2)
+        await collect(model, step("Hello!", system="You are Brom, a gate guard."))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(step_soon)
+        await model.prefill([ChatMessage("system", long_text)])
+    # the prefill stopped when the step came: what it had evaluated was parked, not the whole text
+    usage = usage_of(await collect(model, step("Hello!", system=long_text)))
+    assert usage.cached_input_tokens < whole // 2, (usage, whole)
+
+
 async def test_with_a_ram_cache_interleaved_sessions_reuse_their_own_prefixes():
     guard = "You are Brom, a gruff but fair gate guard of Highcastle. Reply in one sentence."
     model = model_from_spec("llamacpp?cache=128")
@@ -307,6 +328,16 @@ async def test_tokens_are_counted_with_the_model_tokenizer_once_loaded(model):
 
 
 # ---- through the protocol ---------------------------------------------------------------------
+
+
+async def idle(model: LlamaCppModel) -> None:
+    """Until the model's worker thread has been free for 0.3 s."""
+    with anyio.fail_after(60):
+        quiet_since = time.monotonic()
+        while time.monotonic() - quiet_since < 0.3:
+            if model.thread_limiter.borrowed_tokens:
+                quiet_since = time.monotonic()
+            await anyio.sleep(0.02)
 
 
 class RecordingModel(LlamaCppModel):
@@ -405,6 +436,7 @@ async def test_every_step_reuses_the_instructions_from_the_kv_cache_the_first_af
                         "options": {"maxToolRounds": 1, "maxResponseTokens": 24},
                     },
                 )
+                await idle(model)  # the warm-up runs in idle time, and yields to a step
                 for prompt in ("Hello there! Long road today.", "What's on the menu today?"):
                     await client.request("session/respond", {"session": "inn", "prompt": prompt})
         instructions = await model.count_tokens(INNKEEPER)

@@ -295,7 +295,8 @@ async def test_npcs_talked_to_in_turn_through_the_protocol_keep_their_prompts_wa
         return sum(u["inputTokens"] - u["cachedInputTokens"] for u in usages[len(names) :])
 
     # the second round: with slots each NPC evaluates its new line; without, its prompt again
-    assert uncached(warm) < 0.6 * uncached(cold), (warm, cold)
+    # (these personas are short, and a turn's lines differ between the runs: a margin, not 0.5)
+    assert uncached(warm) < 0.8 * uncached(cold), (warm, cold)
 
 
 async def play_saved_game(spec: str, saved: dict[str, Any] | None, line: str) -> tuple[Any, Any]:

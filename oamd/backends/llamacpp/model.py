@@ -83,6 +83,10 @@ COMPACT_BELOW_PARAMETERS = 1_000_000_000
 """Models smaller than this get the compact prompt layout (``ModelCapabilities.compact_prompts``):
 SmolLM2-135M follows a short prose persona and plain chat, and garbles the JSON envelope."""
 
+PREFILL_CHUNK = 64
+"""Tokens an idle-time prefill evaluates before it looks whether a step waits: a quarter of a
+second for SmolLM2-135M on two cores (270 tokens/s), as fast per token as a longer batch."""
+
 CLOSE_GRACE_SECONDS = 5.0
 """How long a cancelled step waits for its completion to be closed in the worker thread."""
 
@@ -560,7 +564,9 @@ class LlamaCppModel(LanguageModel):
 
     async def prefill(self, messages: list[ChatMessage]) -> None:
         """Evaluates ``messages``' prompt when the model is loaded and idle; otherwise does
-        nothing (it never loads the model nor waits behind a step)."""
+        nothing (it never loads the model nor waits behind a step). Lowest priority: it runs
+        ``PREFILL_CHUNK`` tokens at a time and stops when a step comes meanwhile, its part so far
+        parked (``kv_slots``) for the step that then evaluates the rest of that prompt."""
         runtime = self._runtime
         if self._state is not _State.READY or runtime is None:
             return
@@ -571,8 +577,11 @@ class LlamaCppModel(LanguageModel):
         try:
             await self._run(runtime.pick_threads)
             tokens, _ = await self._run(runtime.prompt_tokens, messages)
-            if len(tokens) < runtime.context_size:
-                await self._run(runtime.prefill, tokens)
+            if len(tokens) >= runtime.context_size:
+                return
+            while not await self._run(runtime.prefill, tokens, PREFILL_CHUNK):
+                if self._step_gate.statistics().tasks_waiting:
+                    return
         finally:
             self._step_gate.release()
 

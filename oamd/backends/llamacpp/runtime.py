@@ -273,12 +273,20 @@ class LlamaRuntime:
             **options,
         )
 
-    def prefill(self, tokens: list[int]) -> None:
-        """Evaluates ``tokens`` into the KV cache (past the prefix it already holds) by decoding
-        one token after them, through the public completion API; the next step that starts with
-        them re-evaluates none of them but the last."""
+    def prefill(self, tokens: list[int], most: int) -> bool:
+        """Evaluates at most ``most`` more of ``tokens`` into the KV cache, past the prefix it
+        holds; ``True`` once it holds all of them but the last, which the step that starts with
+        them decodes again for its logits (``reusable_prefix``)."""
         self.slots.recall(tokens)
-        self.llm.create_completion(tokens, max_tokens=1, temperature=0.0)
+        llm = self.llm
+        held = shared_length(llm.input_ids[: llm.n_tokens].tolist(), tokens)
+        wanted = len(tokens) - 1
+        if held < wanted:
+            llm.n_tokens = held  # eval drops the cells past it
+            upto = min(wanted, held + most)
+            llm.eval(tokens[held:upto])
+            held = upto
+        return held >= wanted
 
     def generated_tokens(self, prompt_length: int) -> int:
         """Tokens decoded past the prompt by the step that just ran."""
