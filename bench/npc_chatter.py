@@ -18,48 +18,73 @@ import sys
 from time import perf_counter
 from typing import Any
 
-from _harness import REPO_ROOT, spawn, write_json
+import orjson
+from _harness import OAMD_INITIALIZE, PYTHON, REPO_ROOT, ServerSpec, spawn, write_json
 from _turns import TurnClient, rss_kib
-from several_npcs import CHARACTERS, LINES, _answer, daemon_spec, new_world
+from several_npcs import CHARACTERS, LINES, _answer, new_world
 
 sys.path.insert(0, REPO_ROOT)
 
 from evals.grounded import create_params
 
 TURN_TIMEOUT_S = 180.0
+"""A turn on a cold NPC re-prefills its whole prompt behind whatever else is queued."""
+
+
+def held_mib(log: bytes, last: float) -> float:
+    """What the parked KV states took after the last ``kv_state_parked`` record in ``log``
+    (the daemon's debug records), or ``last`` when none came."""
+    for line in log.splitlines():
+        if b"kv_state_parked" not in line:
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if record.get("event") == "kv_state_parked":
+            last = record.get("held_bytes", 0) / 2**20
+    return last
 
 
 def chatter(npcs: int, slots: int, rounds: int) -> list[dict[str, Any]]:
     model = f"llamacpp?slots={slots}"
     ids = []
     curve = []
-    with spawn(daemon_spec(model)) as server:
+    argv = (PYTHON, "-m", "oamd", "stdio", "--model", model, "--log-level", "debug")
+    held, offset = 0.0, 0
+    with spawn(ServerSpec("oamd", argv, (OAMD_INITIALIZE,))) as server:
         server.handshake()
         client = TurnClient(server, answer=_answer(), keep_errors=True)
         new_world(client)
         for i in range(npcs):
             character = CHARACTERS[i % len(CHARACTERS)]
             params = create_params(character, 10 + i, "bench")
-            client.call("npc/create", params)
+            client.wait(client.send("npc/create", params), TURN_TIMEOUT_S)
             ids.append(params["npc"])
         for round_ in range(rounds):
             times = []
             for i, npc in enumerate(ids):
                 started = perf_counter()
-                client.call("npc/bark", {"npc": npc, "situation": f"Hour {round_ + 8} strikes."})
+                bark = {"npc": npc, "situation": f"Hour {round_ + 8} strikes."}
+                client.wait(client.send("npc/bark", bark), TURN_TIMEOUT_S)
                 if i % 4 == round_ % 4:
-                    client.call("npc/talk", {"npc": npc, "line": LINES[round_ % len(LINES)]})
+                    talk = {"npc": npc, "line": LINES[round_ % len(LINES)]}
+                    client.wait(client.send("npc/talk", talk), TURN_TIMEOUT_S)
                 times.append(perf_counter() - started)
+            log, offset = server.stderr_from(offset)
+            held = held_mib(log, held)
             curve.append(
                 {
                     "round": round_ + 1,
                     "rss_mib": rss_kib(server.proc.pid) / 1024,
+                    "held_mib": held,
                     "p50_s": statistics.median(times),
                     "round_s": sum(times),
                 }
             )
             print(
-                f"round {round_ + 1:>3}: RSS {curve[-1]['rss_mib']:7.1f} MiB, "
+                f"round {round_ + 1:>3}: RSS {curve[-1]['rss_mib']:7.1f} MiB "
+                f"(parked KV states {held:6.1f} MiB), "
                 f"p50 {curve[-1]['p50_s']:.2f} s, round {curve[-1]['round_s']:.1f} s",
                 file=sys.stderr,
                 flush=True,

@@ -140,7 +140,6 @@ class KvSlots:
         if llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, data, size, 0) != size:
             return
         state = ParkedState(tokens, data)
-        log.debug("kv_state_parked", tokens=len(tokens), bytes=size)
         # a newer state of the same conversation replaces its older one
         kept = []
         for other in self._parked:
@@ -151,6 +150,10 @@ class KvSlots:
         while kept and (len(kept) > self._slots or sum(k.nbytes for k in kept) > self._max_bytes):
             self._drop(kept.pop(0))
         self._parked = kept
+        held = sum(k.nbytes for k in kept)
+        log.debug(
+            "kv_state_parked", tokens=len(tokens), bytes=size, held=len(kept), held_bytes=held
+        )
 
     def _drop(self, state: ParkedState) -> None:
         if self._spill is not None:
