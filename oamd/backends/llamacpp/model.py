@@ -116,12 +116,6 @@ def _next_chunk(chunks: Iterator[dict[str, Any]]) -> Any:
     return next(chunks, _END)
 
 
-def _close_chunks(chunks: Iterator[dict[str, Any]]) -> None:
-    close = getattr(chunks, "close", None)
-    if close is not None:
-        close()
-
-
 def _progress(text: str) -> None:
     """A progress note for a person watching a terminal: written only when stderr is one, so
     stderr read by a program (an engine's log, a supervisor) carries structured records only;
@@ -527,7 +521,7 @@ class LlamaCppModel(LanguageModel):
                 raise ModelError("generation_failed", f"llama.cpp failed: {exc}") from exc
             finally:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
-                    await self._run(_close_chunks, chunks)
+                    await self._run(runtime.finish, chunks)
                 output = runtime.generated_tokens(len(tokens))
                 clock.log(len(tokens), cached, output, constrained=grammar is not None)
         if output > counted:

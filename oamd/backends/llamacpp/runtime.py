@@ -273,6 +273,19 @@ class LlamaRuntime:
             **options,
         )
 
+    def finish(self, chunks: Iterator[dict[str, Any]]) -> None:
+        """Closes a step's completion (``start``) and frees the sampler llama-cpp-python made
+        for it. That sampler sits in a reference cycle (its exit stack's callback holds it), so
+        left alone its native memory, a grammar's parse state among it, waits for a full
+        garbage collection: RSS grew ~30 MiB per round of 40 NPC turns, flat with this."""
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+        sampler = getattr(self.llm, "_sampler", None)
+        if sampler is not None:
+            sampler.close()
+            self.llm._sampler = None
+
     def prefill(self, tokens: list[int], most: int) -> bool:
         """Evaluates at most ``most`` more of ``tokens`` into the KV cache, past the prefix it
         holds; ``True`` once it holds all of them but the last, which the step that starts with
