@@ -282,6 +282,21 @@ class Server:
         self._stdout.close()
 
 
+def log_records(stderr: bytes, event: str) -> Iterator[dict[str, Any]]:
+    """The daemon's JSON log records named ``event`` in ``stderr``, in order (other lines and
+    lines cut short are skipped)."""
+    needle = orjson.dumps(event)
+    for raw in stderr.splitlines():
+        if needle not in raw:
+            continue
+        try:
+            record = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and record.get("event") == event:
+            yield record
+
+
 @contextmanager
 def spawn(spec: ServerSpec) -> Iterator[Server]:
     """Start a server; it is always stopped and reaped when the block exits."""

@@ -35,7 +35,16 @@ from time import perf_counter, sleep
 from typing import Any
 
 import orjson
-from _harness import OAMD_INITIALIZE, PYTHON, REPO_ROOT, ServerSpec, percentile, spawn, write_json
+from _harness import (
+    OAMD_INITIALIZE,
+    PYTHON,
+    REPO_ROOT,
+    ServerSpec,
+    log_records,
+    percentile,
+    spawn,
+    write_json,
+)
 from _turns import TurnClient
 
 sys.path.insert(0, REPO_ROOT)  # the eval data and the sanity oracle live in evals/
@@ -76,39 +85,26 @@ class Turn:
 
 
 def step_records(stderr: bytes) -> list[StepFigures]:
-    steps = []
-    for raw in stderr.splitlines():
-        if b'"llama_step"' not in raw:
-            continue
-        try:
-            r = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        steps.append(
-            StepFigures(
-                r["kind"],
-                r["prompt_tokens"],
-                r["cached_tokens"],
-                r["output_tokens"],
-                r["first_token_ms"],
-                r["decode_ms"],
-                r["total_ms"],
-                r.get("threads", 0),
-            )
+    return [
+        StepFigures(
+            r["kind"],
+            r["prompt_tokens"],
+            r["cached_tokens"],
+            r["output_tokens"],
+            r["first_token_ms"],
+            r["decode_ms"],
+            r["total_ms"],
+            r.get("threads", 0),
         )
-    return steps
+        for r in log_records(stderr, "llama_step")
+    ]
 
 
 def loaded_file(stderr: bytes) -> str | None:
     """The file the daemon loaded (its ``model_loaded`` record): a faster copy of the model's
     file where it made one, which the floor must then run too."""
-    for raw in stderr.splitlines():
-        if b'"model_loaded"' in raw:
-            try:
-                return orjson.loads(raw).get("loaded")
-            except orjson.JSONDecodeError:
-                return None
-    return None
+    loaded = next(log_records(stderr, "model_loaded"), {})
+    return loaded.get("loaded")
 
 
 def play(model: str, threads: int, tree: str | None = None) -> tuple[list[Turn], str | None]:

@@ -18,8 +18,7 @@ import sys
 from time import perf_counter
 from typing import Any
 
-import orjson
-from _harness import OAMD_INITIALIZE, PYTHON, REPO_ROOT, ServerSpec, spawn, write_json
+from _harness import OAMD_INITIALIZE, PYTHON, REPO_ROOT, ServerSpec, log_records, spawn, write_json
 from _turns import TurnClient, rss_kib
 from several_npcs import CHARACTERS, LINES, _answer, new_world
 
@@ -34,15 +33,8 @@ TURN_TIMEOUT_S = 180.0
 def held_mib(log: bytes, last: float) -> float:
     """What the parked KV states took after the last ``kv_state_parked`` record in ``log``
     (the daemon's debug records), or ``last`` when none came."""
-    for line in log.splitlines():
-        if b"kv_state_parked" not in line:
-            continue
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
-        if record.get("event") == "kv_state_parked":
-            last = record.get("held_bytes", 0) / 2**20
+    for record in log_records(log, "kv_state_parked"):
+        last = record.get("held_bytes", 0) / 2**20
     return last
 
 
