@@ -18,9 +18,9 @@ import sys
 from time import perf_counter
 from typing import Any
 
-from _harness import OAMD_INITIALIZE, PYTHON, REPO_ROOT, ServerSpec, log_records, spawn, write_json
+from _harness import REPO_ROOT, log_records, spawn, write_json
 from _turns import TurnClient, rss_kib
-from several_npcs import CHARACTERS, LINES, _answer, new_world
+from several_npcs import CHARACTERS, LINES, _answer, daemon_spec, new_world
 
 sys.path.insert(0, REPO_ROOT)
 
@@ -42,9 +42,8 @@ def chatter(npcs: int, slots: int, rounds: int) -> list[dict[str, Any]]:
     model = f"llamacpp?slots={slots}"
     ids = []
     curve = []
-    argv = (PYTHON, "-m", "oamd", "stdio", "--model", model, "--log-level", "debug")
     held, offset = 0.0, 0
-    with spawn(ServerSpec("oamd", argv, (OAMD_INITIALIZE,))) as server:
+    with spawn(daemon_spec(model, "--log-level", "debug")) as server:
         server.handshake()
         client = TurnClient(server, answer=_answer(), keep_errors=True)
         new_world(client)

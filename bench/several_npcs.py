@@ -87,8 +87,9 @@ def new_world(client: TurnClient) -> None:
         client.call("world/set", {"world": "bench", "path": path, "value": value})
 
 
-def daemon_spec(model: str) -> ServerSpec:
-    return ServerSpec("oamd", (PYTHON, "-m", "oamd", "stdio", "--model", model), (OAMD_INITIALIZE,))
+def daemon_spec(model: str, *extra: str) -> ServerSpec:
+    argv = (PYTHON, "-m", "oamd", "stdio", "--model", model, *extra)
+    return ServerSpec("oamd", argv, (OAMD_INITIALIZE,))
 
 
 def play(model: str) -> dict[str, Any]:

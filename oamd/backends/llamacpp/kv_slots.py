@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oamd.backends.llamacpp.scoring import shared_length
-from oamd.log import get_logger
+from oamd.log import debug_enabled, get_logger
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_SLOTS", "MAX_SLOTS", "KvSlots", "ParkedState"]
 
@@ -150,10 +150,11 @@ class KvSlots:
         while kept and (len(kept) > self._slots or sum(k.nbytes for k in kept) > self._max_bytes):
             self._drop(kept.pop(0))
         self._parked = kept
-        held = sum(k.nbytes for k in kept)
-        log.debug(
-            "kv_state_parked", tokens=len(tokens), bytes=size, held=len(kept), held_bytes=held
-        )
+        if debug_enabled():
+            held = sum(k.nbytes for k in kept)
+            log.debug(
+                "kv_state_parked", tokens=len(tokens), bytes=size, held=len(kept), held_bytes=held
+            )
 
     def _drop(self, state: ParkedState) -> None:
         if self._spill is not None:
