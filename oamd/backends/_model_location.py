@@ -49,9 +49,14 @@ class ModelLocation(Protocol):
 
 
 Locator = Callable[[], ModelLocation]
-Resolver = Callable[[str, str], Locator]
-"""``(kind, reference) -> Locator``: kind ``store``, ``hf`` or ``ollama``; raises ``ValueError``
-for a reference it cannot use."""
+
+
+class Resolver(Protocol):
+    """``(kind, reference) -> Locator``: kind ``store``, ``hf`` or ``ollama``; ``pull_on_request``
+    makes a ``store`` lookup start the download of a model not on disk. Raises ``ValueError`` for
+    a reference it cannot use."""
+
+    def __call__(self, kind: str, reference: str, *, pull_on_request: bool = False) -> Locator: ...
 
 
 def reference_of(text: str) -> tuple[str, str] | None:

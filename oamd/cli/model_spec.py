@@ -39,12 +39,12 @@ def model_for(spec: str) -> LanguageModel:
     return model_from_spec(spec, _resolve, _derived_folder)
 
 
-def _resolve(kind: str, reference: str) -> Any:
+def _resolve(kind: str, reference: str, *, pull_on_request: bool = False) -> Any:
     """The model store's lookup, loaded only for a spec that names a model (the backends may
     not import it: it is handed to them here)."""
     from oamd.models.resolve import locator
 
-    return locator(kind, reference)
+    return locator(kind, reference, pull_on_request=pull_on_request)
 
 
 def _derived_folder() -> Path:

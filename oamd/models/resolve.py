@@ -27,6 +27,7 @@ import orjson
 
 from oamd.log import get_logger
 from oamd.models.catalog import find_entry
+from oamd.models.on_request import OnRequestPull
 from oamd.models.store import Store, check_name
 
 __all__ = [
@@ -85,7 +86,43 @@ class Location:
 Locator = Callable[[], Location]
 
 
-def _store_locator(name: str, store: Store) -> Locator:
+def _on_request(name: str, store: Store) -> OnRequestPull:
+    """The download ``pull=on-request`` makes: the catalog's file, else the URL an earlier pull
+    of ``name`` read (the digest recorded for it then still applies).
+
+    Raises:
+        ValueError: neither the catalog nor an earlier pull says where ``name`` comes from.
+    """
+    entry = find_entry(name)
+    if entry is not None:
+        return OnRequestPull(store, entry.name, entry.url, entry.sha256, entry.size_bytes)
+    stored = store.stored(name)
+    url = store.pending_url(name) or (stored.url if stored is not None else None)
+    if not url:
+        raise ValueError(
+            f"llamacpp: option 'pull=on-request' needs a model the catalog names ('oamd models"
+            f" list'); {name} has no URL to fetch it from"
+        )
+    return OnRequestPull(store, name, url, None, None)
+
+
+def _fetching(label: str, name: str, fetch: OnRequestPull) -> Location:
+    """What a check answers while ``pull=on-request`` fetches the model (and starts it)."""
+    state = fetch.check()
+    if state.failure is not None:
+        return Location(label, status="downloadable", detail=f"download failed: {state.failure}")
+    done, total = state.bytes_downloaded, state.total_bytes
+    of = f" of {total}" if total is not None else ""
+    return Location(
+        label,
+        status="downloading",
+        detail=f"downloaded {done}{of} bytes (fetching {name} on request)",
+        bytes_downloaded=done,
+        total_bytes=total,
+    )
+
+
+def _store_locator(name: str, store: Store, *, pull_on_request: bool = False) -> Locator:
     entry = find_entry(name)
     try:
         name = check_name(name.lower())
@@ -97,11 +134,14 @@ def _store_locator(name: str, store: Store) -> Locator:
             f"llamacpp: no model {name!r} in the catalog or in the store ({store.folder});"
             " 'oamd models list' shows them, or give the path of a .gguf file"
         )
+    fetch = _on_request(name, store) if pull_on_request else None
 
     def locate() -> Location:
         stored = store.stored(name)
         if stored is not None:
             return Location(label, stored.path)
+        if fetch is not None:
+            return _fetching(label, name, fetch)
         running = store.pull_state(name)
         if running is not None:
             done, total = running.bytes_downloaded, running.total_bytes
@@ -283,15 +323,24 @@ def locator(
     *,
     store: Store | None = None,
     environ: Mapping[str, str] | None = None,
+    pull_on_request: bool = False,
 ) -> Locator:
     """The lookup of ``reference``: ``kind`` ``store`` (a store or catalog name), ``hf`` (a Hugging
-    Face cache file, ``ORG/REPO/FILE``) or ``ollama`` (``NAME[:TAG]``).
+    Face cache file, ``ORG/REPO/FILE``) or ``ollama`` (``NAME[:TAG]``). ``pull_on_request``
+    (``store`` only): a check that finds the model missing starts its download
+    (``oamd.models.on_request``).
 
     Raises:
-        ValueError: the reference is malformed, or (``store``) names a model nobody knows.
+        ValueError: the reference is malformed, or (``store``) names a model nobody knows, or
+            ``pull_on_request`` is asked of a model it cannot fetch.
     """
     if kind == "store":
-        return _store_locator(reference, store or Store())
+        return _store_locator(reference, store or Store(), pull_on_request=pull_on_request)
+    if pull_on_request:
+        raise ValueError(
+            f"llamacpp: option 'pull=on-request' fetches a model the catalog names ('oamd models"
+            f" list'), not {kind}:{reference}"
+        )
     if kind == "hf":
         return _hf_locator(reference, environ)
     if kind == "ollama":

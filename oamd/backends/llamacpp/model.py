@@ -90,6 +90,9 @@ second for SmolLM2-135M on two cores (270 tokens/s), as fast per token as a long
 CLOSE_GRACE_SECONDS = 5.0
 """How long a cancelled step waits for its completion to be closed in the worker thread."""
 
+PULL_CHOICES = ("off", "on-request")
+"""Spec option ``pull``: whether an availability check may start a catalog model's download."""
+
 INSTALL_HINT = (
     "pip install llama-cpp-python (the 'local' extra: pip install -e '.[local]' in a checkout)"
 )
@@ -272,8 +275,6 @@ class LlamaCppModel(LanguageModel):
         """
         path, _, query = spec.partition("?")
         reference = reference_of(path) if path else None
-        if reference is not None and resolve is not None:
-            locate = resolve(*reference)
         options: dict[str, Any] = {}
         numbers = {
             "ctx": "context_size",
@@ -289,7 +290,15 @@ class LlamaCppModel(LanguageModel):
             "choices": ("likelihood", "generation"),
             "requantize": ("off", "q8_0", "q4_0"),
         }
+        pull = "off"
         for key, value in parse_qsl(query, keep_blank_values=True):
+            if key == "pull":
+                if value not in PULL_CHOICES:
+                    raise ValueError(
+                        f"llamacpp: option 'pull' must be {' or '.join(PULL_CHOICES)}; got {value!r}"
+                    )
+                pull = value
+                continue
             if key == "kvcache":
                 if not value:
                     raise ValueError("llamacpp: option 'kvcache' must name a folder")
@@ -303,7 +312,7 @@ class LlamaCppModel(LanguageModel):
                 options[key] = value
                 continue
             if key not in numbers:
-                known = ", ".join([*numbers, *words, "kvcache"])
+                known = ", ".join([*numbers, *words, "kvcache", "pull"])
                 raise ValueError(f"llamacpp: unknown option {key!r}; known options: {known}")
             if not value.isdigit() or (int(value) <= 0 and key not in zero_allowed):
                 raise ValueError(
@@ -316,6 +325,15 @@ class LlamaCppModel(LanguageModel):
                 )
             mebibytes = key in ("cache", "slots_mib", "kvcache_mib")
             options[numbers[key]] = number * 1024 * 1024 if mebibytes else number
+        on_request = pull == "on-request"
+        if on_request and (reference is None or reference[0] != "store" or resolve is None):
+            raise ValueError(
+                "llamacpp: option 'pull=on-request' fetches a model the catalog names"
+                " ('oamd models list'), e.g. llamacpp:qwen2.5-0.5b-instruct?pull=on-request;"
+                f" not {path or 'the packaged model'!r}"
+            )
+        if reference is not None and resolve is not None:
+            locate = resolve(*reference, pull_on_request=on_request)
         return cls(
             None if locate is not None else path or None,
             locate=locate,
@@ -559,8 +577,9 @@ class LlamaCppModel(LanguageModel):
     async def prefill(self, messages: list[ChatMessage]) -> None:
         """Evaluates ``messages``' prompt when the model is loaded and idle; otherwise does
         nothing (it never loads the model nor waits behind a step). Lowest priority: it runs
-        ``PREFILL_CHUNK`` tokens at a time and stops when a step comes meanwhile, its part so far
-        parked (``kv_slots``) for the step that then evaluates the rest of that prompt."""
+        ``PREFILL_CHUNK`` tokens at a time and stops when a step comes meanwhile; its part so far
+        is parked when that step overwrites it (``kv_slots``), for the step that later evaluates
+        the rest of that prompt."""
         runtime = self._runtime
         if self._state is not _State.READY or runtime is None:
             return
