@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from shipped import shipped_oamd
+from shipped import DIST_EXECUTABLE, shipped_oamd
 
 import oamd
 
@@ -153,3 +153,31 @@ def test_a_frozen_build_takes_the_model_from_its_bundle(tmp_path, monkeypatch) -
     assert packaged_model_path("no_such_module") == bundled
     bundled.unlink()
     assert packaged_model_path("no_such_module") is None
+
+
+PLAIN_BUILD_MIB = (12, 32)
+"""What ``make dist`` weighs (README: ~22 MB; 65 MB when numpy rode along): the bounds fail a
+build that gains a library as large as numpy, or loses the daemon's own."""
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+
+def test_the_plain_build_stays_small_and_carries_no_numpy(exe) -> None:
+    if exe != DIST_EXECUTABLE:
+        pytest.skip("$OAMD_EXECUTABLE names another build; the size is make dist's")
+    folder = exe.parent
+    found = [p.name for p in folder.rglob("*") if p.name.startswith(("numpy", "llama_cpp"))]
+    assert found == []
+    low, high = PLAIN_BUILD_MIB
+    assert low * 2**20 <= _folder_bytes(folder) <= high * 2**20
+
+
+def test_the_plain_build_names_the_build_with_llama_cpp_never_pip(exe, bare) -> None:
+    if exe != DIST_EXECUTABLE:
+        pytest.skip("$OAMD_EXECUTABLE names another build")
+    check = _run(exe, bare, "check", "--model", "llamacpp", text=True)
+    assert check.returncode == EXIT_UNAVAILABLE, check.stderr
+    detail = json.loads(check.stdout)["detail"]
+    assert "make dist-llama" in detail and "pip" not in detail

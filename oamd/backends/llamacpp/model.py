@@ -93,11 +93,18 @@ CLOSE_GRACE_SECONDS = 5.0
 PULL_CHOICES = ("off", "on-request")
 """Spec option ``pull``: whether an availability check may start a catalog model's download."""
 
-INSTALL_HINT = (
-    "pip install llama-cpp-python (the 'local' extra: pip install -e '.[local]' in a checkout)"
+SOURCE_MISSING_LLAMA = (
+    "llama-cpp-python is not installed; pip install llama-cpp-python (the 'local' extra: pip"
+    " install -e '.[local]' in a checkout)."
 )
-"""Said when llama.cpp is missing: oamd is not on a package index, llama-cpp-python is."""
-"""How to get llama-cpp-python (a CPU build takes about 5 minutes on two cores)."""
+"""Said when llama.cpp is missing from a Python install: oamd is not on a package index,
+llama-cpp-python is (a CPU build takes about 5 minutes on two cores)."""
+FROZEN_MISSING_LLAMA = (
+    "This oamd executable was built without llama.cpp: ship the one built with it and its model"
+    " (make dist-llama in oamd's checkout makes dist/oamd-llama), or use --model openai:URL."
+)
+"""Said by a frozen executable (``make dist``): a player's machine has no pip to run."""
+MISSING_LLAMA = FROZEN_MISSING_LLAMA if getattr(sys, "frozen", False) else SOURCE_MISSING_LLAMA
 
 Derived = Callable[[], Path | None]
 """Where copies derived from a model file are kept (the model store's ``fast/``), asked when a
@@ -352,7 +359,7 @@ class LlamaCppModel(LanguageModel):
         """The file to load (and its name for people), or the answer to give instead: a named
         model not on disk yet (looked for again next time), or a problem that stays."""
         if importlib.util.find_spec("llama_cpp") is None:
-            return None, None, self._fail(f"llama-cpp-python is not installed; {INSTALL_HINT}.")
+            return None, None, self._fail(MISSING_LLAMA)
         name = None
         if self._locate is not None:
             location = self._locate()

