@@ -465,3 +465,21 @@ def test_a_store_record_of_the_wrong_types_is_read_as_far_as_its_types_hold(tmp_
     assert "Traceback" not in again.stderr + listed.stderr
     rows = {orjson.loads(text)["name"]: orjson.loads(text) for text in listed.stdout.splitlines()}
     assert rows["m"]["status"] == "pulled"
+
+
+def test_the_list_shows_the_model_that_runs_by_default_first(tmp_path):
+    from oamd.backends.llamacpp.packaged_model import packaged_model_path
+
+    packaged = packaged_model_path()
+    rows = [orjson.loads(text) for text in models(tmp_path, "list", "--json").stdout.splitlines()]
+    table = models(tmp_path, "list").stdout.splitlines()
+    first = rows[0]
+    assert (first["name"], first["status"], first["catalog"]) == (
+        "smollm2-135m-instruct",
+        "default" if packaged else "missing",
+        False,
+    )
+    assert first["path"] == (str(packaged) if packaged else None)
+    assert "--model llamacpp runs it" in first["source"]
+    assert table[2].split()[0] == "smollm2-135m-instruct"
+    assert table[-1].startswith("--model llamacpp runs the default (smollm2-135m-instruct")

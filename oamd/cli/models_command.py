@@ -192,10 +192,33 @@ def _pull(line: CommandLine, store: Store) -> int:
     return 0
 
 
+PACKAGED_NAME = "smollm2-135m-instruct"
+DEFAULT_USE = "--model llamacpp"
+
+
+def _packaged_row() -> dict[str, Any]:
+    """The model ``--model llamacpp`` runs when no name or path is given: the packaged SmolLM2."""
+    from oamd.backends.llamacpp.packaged_model import PACKAGED_MODEL_INSTALL, packaged_model_path
+
+    path = packaged_model_path()
+    return {
+        "name": PACKAGED_NAME,
+        "catalog": False,
+        "bytes": path.stat().st_size if path is not None else None,
+        "licence": "Apache-2.0",
+        "url": None,
+        "path": str(path) if path is not None else None,
+        "sha256": None,
+        "template": "ChatML, embedded in the GGUF",
+        "source": f"packaged: {DEFAULT_USE} runs it ({PACKAGED_MODEL_INSTALL} when missing)",
+        "status": "default" if path is not None else "missing",
+    }
+
+
 def _rows(store: Store) -> list[dict[str, Any]]:
-    """One row per catalog model and per other pulled model, catalog first."""
+    """The packaged default first, then one row per catalog model and per other pulled model."""
     stored = {model.name: model for model in store.models()}
-    rows = []
+    rows = [_packaged_row()]
     for entry in catalog():
         model = stored.pop(entry.name, None)
         size = model.size if model else entry.size_bytes or entry.approx_bytes
@@ -226,7 +249,7 @@ def _rows(store: Store) -> list[dict[str, Any]]:
                 "source": None,
             }
         )
-    for row in rows:
+    for row in rows[1:]:
         row["status"] = _status(store, row["name"], row["path"] is not None)
     return rows
 
@@ -258,6 +281,10 @@ def _list(line: CommandLine, store: Store) -> int:
         out.write(
             f"{row['name']:<{width}}  {_mb(row['bytes']):>8}  {row['status']:<11}  {licence}\n"
         )
+    out.write(
+        f"{DEFAULT_USE} runs the default ({PACKAGED_NAME}, packaged with oamd); --model"
+        " llamacpp:NAME runs a pulled one ('oamd models pull NAME' fetches it)\n"
+    )
     return 0
 
 
