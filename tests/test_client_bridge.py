@@ -171,6 +171,51 @@ async def test_an_npc_talks_and_streams_its_line(bridge):
     assert reply.is_fallback is False
 
 
+async def test_a_reset_reaches_on_reset_so_the_subtitle_ends_as_the_line_that_stands(bridge):
+    # a line opening with a quote streams without it (a wrapped line loses both quotes); this
+    # one keeps its quotes, so the daemon takes the streamed text back with a lineReset
+    said = '"Aye," he said. "Go."'
+    subtitle: list[str] = []
+    resets: list[str] = []
+
+    def reset(line: str) -> None:
+        resets.append(line)
+        subtitle[:] = [line]
+
+    with anyio.fail_after(5):
+        gorm = await bridge.create_npc(
+            GORM,
+            npc="gorm",
+            options={"replyFormat": "text"},
+            model=scripted({"text": said, "chunks": 3}),
+        )
+        reply = await gorm.talk("Well?", on_text=subtitle.append, on_reset=reset)
+    assert reply.line == said
+    assert resets == [said]
+    assert "".join(subtitle) == reply.line
+
+
+def test_the_router_hands_a_sessions_reset_its_whole_text_and_never_as_a_delta():
+    from oamd.client._params import event_router, session_reset, session_text
+
+    deltas: list[str] = []
+    resets: list[str] = []
+    route = event_router(deltas.append, None, session_text, resets.append, session_reset)
+    assert route is not None
+    for delta, text, is_reset in [("Blo", "Blo", False), ("The gate", "The gate", True)]:
+        event = {"type": "text", "delta": delta, "text": text, "isReset": is_reset}
+        route({"session": "s", "requestId": 1, "event": event})
+    route({"session": "s", "requestId": 1, "event": {"type": "text", "delta": " is open.",
+           "text": "The gate is open.", "isReset": False}})  # fmt: skip
+    assert (deltas, resets) == (["Blo", " is open."], ["The gate"])
+    # without on_reset a reset is not passed as text either (it would append to the old text)
+    plain: list[str] = []
+    route = event_router(plain.append, None, session_text)
+    assert route is not None
+    route({"event": {"type": "text", "delta": "X", "text": "X", "isReset": True}})
+    assert plain == []
+
+
 async def test_decide_returns_the_chosen_option(bridge):
     choice = {"reasoning": "Snik is timid.", "choice": "flee", "confidence": 78}
     with anyio.fail_after(5):

@@ -230,6 +230,19 @@ async def test_a_streamed_text_reply_sends_its_emotion_then_the_line(client):
     assert shown_line(events) == "Welcome to the forge!" == response["result"]["line"]
 
 
+async def test_a_line_wrapped_in_quotes_streams_without_them_and_needs_no_reset(client):
+    with anyio.fail_after(5):
+        await create(
+            client, {"text": '"Fine steel, friend."', "chunks": 3}, options={"replyFormat": "text"}
+        )
+        request = await client.start("npc/talk", {"npc": "gorm", "line": "Hi", "stream": True})
+        response = await client.wait(request)
+    events = client.recorder.events_for(request)
+    lines = [e for e in events if e["type"] in ("lineDelta", "lineReset")]
+    assert {e["type"] for e in lines} == {"lineDelta"}
+    assert shown_line(events) == "Fine steel, friend." == response["result"]["line"]
+
+
 async def test_a_streamed_unknown_tag_sends_the_default_emotion_at_the_end(client):
     with anyio.fail_after(5):
         await create(

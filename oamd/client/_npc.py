@@ -19,6 +19,7 @@ from oamd.client._params import (
     TextCallback,
     cancelling_on_timeout,
     event_router,
+    npc_reset,
     npc_text,
     present,
 )
@@ -60,13 +61,18 @@ class Npc:
         context: Any = None,
         tool_choice: str | dict[str, Any] | None = None,
         on_text: TextCallback | None = None,
+        on_reset: TextCallback | None = None,
         on_event: EventCallback | None = None,
         timeout: float | None = None,
     ) -> NpcTalkResult:
         """The player says ``line`` (``''``: nothing) and the NPC answers (``npc/talk``).
 
-        With ``on_text`` or ``on_event`` the line streams: ``on_text`` receives each delta of the
-        NPC's line, ``on_event`` every ``npc/event`` payload, all before this returns.
+        With ``on_text``, ``on_reset`` or ``on_event`` the line streams: ``on_text`` receives each
+        delta of the NPC's line, ``on_reset`` the line that replaces what streamed so far (a
+        ``lineReset``: the daemon took the streamed words back, e.g. the guard replaced them;
+        show this line instead, then append later deltas), ``on_event`` every ``npc/event``
+        payload, all before this returns. A subtitle that shows ``on_text`` should pass
+        ``on_reset`` too; ``result.line`` is always what stands.
         ``context`` (text or JSON) applies to this exchange only.
 
         Past ``timeout`` seconds the exchange is cancelled: ``npc/cancel`` is sent, which ends
@@ -82,7 +88,7 @@ class Npc:
             "line": line,
             **present(context=context, toolChoice=tool_choice),
         }
-        route = event_router(on_text, on_event, npc_text)
+        route = event_router(on_text, on_event, npc_text, on_reset, npc_reset)
         if route is not None:
             params["stream"] = True
         exchange = self.bridge.client.request(

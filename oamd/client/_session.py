@@ -19,6 +19,7 @@ from oamd.client._params import (
     cancelling_on_timeout,
     event_router,
     present,
+    session_reset,
     session_text,
 )
 from oamd.client._results import SessionAck, SessionCompactResult, SessionRespondResult
@@ -65,14 +66,18 @@ class Session:
         max_tool_calls: int | None = None,
         enabled_tools: list[str] | None = None,
         on_text: TextCallback | None = None,
+        on_reset: TextCallback | None = None,
         on_event: EventCallback | None = None,
         timeout: float | None = None,
     ) -> SessionRespondResult:
         """Runs one turn (``session/respond``); ``''`` continues the conversation.
 
-        With ``on_text`` or ``on_event`` the turn streams: ``on_text`` receives each text delta,
-        ``on_event`` every ``session/event`` payload, all before this returns. ``schema`` asks for
-        structured output (``result.structured``).
+        With ``on_text``, ``on_reset`` or ``on_event`` the turn streams: ``on_text`` receives each
+        text delta, ``on_reset`` the whole text that replaces what streamed so far (a reset: a
+        step of the turn started its text over; show this text instead, then append later
+        deltas), ``on_event`` every ``session/event`` payload, all before this returns. A UI
+        that shows ``on_text`` should pass ``on_reset`` too. ``schema`` asks for structured
+        output (``result.structured``).
 
         Past ``timeout`` seconds the turn is cancelled, so the model stops working for nobody:
         ``session/cancel`` is sent, which ends every running and queued turn of this session (the
@@ -93,7 +98,7 @@ class Session:
                 enabledTools=enabled_tools,
             ),
         }
-        route = event_router(on_text, on_event, session_text)
+        route = event_router(on_text, on_event, session_text, on_reset, session_reset)
         if route is not None:
             params["stream"] = True
         turn = self.bridge.client.request(

@@ -97,7 +97,11 @@ def _streaming_line(raw: str, speaker: str) -> str | None:
             text = text[len(label) :].lstrip()
             break
     if text[:1] in _OPEN_QUOTES and text[:1] != "'":
+        # a line wrapped in quotes loses both (``spoken_line``): a quote that may be the closing
+        # one waits for what follows, so the quote a reset would take back never shows
         text = text[1:].lstrip()
+        if text[-1:] in _CLOSE_QUOTES:
+            text = text[:-1]
     return text
 
 
