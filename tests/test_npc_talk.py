@@ -169,6 +169,16 @@ async def test_a_missing_line_is_invalid(client):
     assert response["error"]["message"] == "Missing required parameter 'line'."
 
 
+async def test_a_plain_text_step_for_a_structured_reply_names_the_shape_it_wants(client):
+    with anyio.fail_after(5):
+        await create(client, {"text": "Hello there."})
+        response = await client.call("npc/talk", {"npc": "gorm", "line": "Hi"})
+    assert response["error"]["data"] == {"code": "generation_failed"}
+    message = response["error"]["message"]
+    assert message.startswith("The model's answer is not valid JSON; the turn asks for")
+    assert "'emotion', 'line', 'player_options'" in message and "'json' step" in message
+
+
 async def test_talking_to_a_missing_npc_is_npc_not_found(client):
     with anyio.fail_after(5):
         response = await client.call("npc/talk", {"npc": "ghost", "line": "Boo"})

@@ -221,7 +221,12 @@ class _Attempt:
         if spec.schema is not None:
             value = _try_json(text)
             if value is _INCOMPLETE:
-                raise ModelError("generation_failed", "The model's answer is not valid JSON.")
+                raise ModelError(
+                    "generation_failed",
+                    "The model's answer is not valid JSON; the turn asks for "
+                    + _wanted_shape(spec.schema.source)
+                    + ".",
+                )
             value, problems = spec.schema.accept(value)
             if problems:
                 # a backend that constrains decoding is trusted (as FoundationModels is): its
@@ -304,3 +309,13 @@ def _try_json(text: str) -> Any:
 
 def _call_json(call: ToolCall) -> dict[str, Any]:
     return call_json(call.id, call.name, call.arguments)
+
+
+def _wanted_shape(schema: dict[str, Any]) -> str:
+    """What a schema turn asks for, in a few words for its error (an NPC's reply object, a
+    decision's): whoever wrote the answer (a script, a prompt) learns which shape to give."""
+    properties = schema.get("properties")
+    if schema.get("type") == "object" and isinstance(properties, dict) and properties:
+        names = ", ".join(f"'{name}'" for name in list(properties)[:8])
+        return f"a JSON object with {names} (a scripted model answers it with a 'json' step)"
+    return "a JSON value matching its schema (a scripted model answers it with a 'json' step)"
