@@ -14,6 +14,9 @@ import orjson
 import pytest
 from conftest import OAMD
 
+GATE_TOOL = {"name": "open_gate", "description": "Open a gate.", "parameters": {"type": "object"}}
+CALL_GATE = {"toolCalls": [{"name": "open_gate", "arguments": {}}]}
+
 INITIALIZE = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.0"}}\n'
 PINGS = 2000  # about 80 KB of answers: more than a pipe holds, so writes find it full
 REQUESTS = (
@@ -93,3 +96,42 @@ def test_output_the_event_loop_still_buffers_at_the_end_is_written_before_exit()
             process.wait()
         process.stdout.close()
         process.stderr.close()
+
+
+def test_a_tool_reply_sent_before_its_call_is_dropped_with_a_warning_that_says_why():
+    # protocol/examples/guard-and-gate.jsonl piped in one go: the t-1 reply arrives before the
+    # daemon sends tool/call t-1, so the turn misses it (and shutdown cancels it)
+    example = os.path.join(os.path.dirname(__file__), "..", "protocol", "examples")
+    with open(os.path.join(example, "guard-and-gate.jsonl"), "rb") as lines:
+        done = subprocess.run(
+            [*OAMD, "stdio"], stdin=lines, capture_output=True, timeout=60, check=False
+        )
+    assert done.returncode == 0
+    (logged,) = [orjson.loads(line) for line in done.stderr.splitlines()]
+    assert logged["event"] == "reply_to_unknown_request_dropped" and logged["id"] == "t-1"
+    assert logged["level"] == "warning" and "only once it has arrived" in logged["hint"]
+
+
+def test_a_late_tool_reply_is_dropped_quietly():
+    # the tool times out (0.2 s), tool/call t-1 was sent: its late reply is expected noise
+    create = {"session": "guard", "tools": [GATE_TOOL], "options": {"toolTimeoutSeconds": 0.2}}
+    create["model"] = {"type": "scripted", "steps": [CALL_GATE, {"text": "Shut."}]}
+    process = subprocess.Popen(
+        [*OAMD, "stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdin is not None and process.stdout is not None
+    for message in (
+        {"jsonrpc": "2.0", "id": 1, "method": "session/create", "params": create},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/respond",
+         "params": {"session": "guard", "prompt": "Open!"}},
+    ):  # fmt: skip
+        process.stdin.write(orjson.dumps(message) + b"\n")
+    process.stdin.flush()
+    answered = [orjson.loads(process.stdout.readline())]
+    while answered[-1].get("id") != 2:  # the create, tool/call t-1, its tool/cancel, the turn
+        answered.append(orjson.loads(process.stdout.readline()))
+    assert [m.get("id") for m in answered] == [1, "t-1", None, 2]
+    process.stdin.write(b'{"jsonrpc":"2.0","id":"t-1","result":{"output":"late"}}\n')
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert b"reply_to_unknown_request_dropped" not in err  # info: below the default level

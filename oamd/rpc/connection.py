@@ -160,6 +160,8 @@ class Connection:
         self._in_flight_changed = anyio.Event()
         self._outgoing: dict[str, PendingCall] = {}
         self._outgoing_ids = itertools.count(1)
+        self._sent_calls = 0
+        """How many ``t-<n>`` requests went out: a reply naming a later one came too early."""
         self._close_after_reply = False
         self._held_replies: list[dict[str, Any]] | None = None
         """While a ``shutdown`` response is pending: the -32023 answers to requests read after it,
@@ -443,7 +445,8 @@ class Connection:
         """Sends a request to the client (id ``t-<n>``); its reply bypasses every queue."""
         if self.lifecycle is Lifecycle.CLOSED:
             raise ShutDown()
-        call = PendingCall(self, f"t-{next(self._outgoing_ids)}")
+        self._sent_calls = next(self._outgoing_ids)
+        call = PendingCall(self, f"t-{self._sent_calls}")
         if self._input_closed:
             call.resolve(_CLIENT_GONE_REPLY)  # no reply can arrive any more
             return call
@@ -459,9 +462,25 @@ class Connection:
     def _resolve_outgoing(self, msg: Message) -> None:
         call = self._outgoing.pop(msg.id, None) if isinstance(msg.id, str) else None
         if call is None:
-            log.info("reply_to_unknown_request_dropped", id=msg.id)
+            if self._sent_yet(msg.id):  # a late reply (a timed-out call): nothing waits for it
+                log.info("reply_to_unknown_request_dropped", id=msg.id)
+            else:  # an engine replying before the tool/call arrived: its turn will miss it
+                log.warning(
+                    "reply_to_unknown_request_dropped",
+                    id=msg.id,
+                    hint="no request with this id was sent (yet): reply to a tool/call only once"
+                    " it has arrived",
+                )
             return
         call.resolve(msg)
+
+    def _sent_yet(self, reply_id: Any) -> bool:
+        """Whether ``reply_id`` names a ``t-<n>`` request this connection has sent."""
+        text = reply_id if isinstance(reply_id, str) else ""
+        number = text.removeprefix("t-")
+        if not text.startswith("t-") or not number.isdigit() or len(number) > 19:  # int() bound
+            return False
+        return 0 < int(number) <= self._sent_calls
 
     # ---- shutdown -----------------------------------------------------------------------------
 
