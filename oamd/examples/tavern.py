@@ -17,6 +17,7 @@ imports only the public client.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from typing import Any
@@ -179,7 +180,8 @@ def engine_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
             }
         }
     if name == "open_gate":
-        return {"output": {"opened": False, "reason": "the portcullis chain is jammed"}}
+        # a sentence, not an object: the scripted guard quotes it to the player as it is
+        return {"output": "the portcullis chain is jammed"}
     return {"output": f"Unknown tool {name}.", "isError": True}
 
 
@@ -242,6 +244,8 @@ async def tavern(client: Any, scripted: bool) -> None:
         return
     for line, choice in TAVERN_LINES:
         screen.say("player", line)
+        if choice != "auto":  # the game, not the model, decides which tool this line calls
+            print(f"  {'':<7} [the game sets toolChoice {json.dumps(choice)} for this line]")
         screen.streamed, screen.shown = False, ""
         started = time.monotonic()
         talk = {"npc": "mira", "line": line, "stream": True, "toolChoice": choice}
