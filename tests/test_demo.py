@@ -26,6 +26,7 @@ def test_scripted_demo_plays_the_tavern_and_the_guard_to_the_end():
     expected = [
         "model: scripted",
         "player  Evening! What's on the menu tonight?",
+        '[the game sets toolChoice {"tool": "check_menu"} for this line]',
         "engine  check_menu({}) → {'stew': 5, 'ale': 3, 'bread': 1, 'cider': 4}",
         "Mira    Tonight we have stew for 5 gold, ale for 3, bread for 1 and cider for 4.",
         "player  Two bowls of stew, please.",
@@ -35,9 +36,8 @@ def test_scripted_demo_plays_the_tavern_and_the_guard_to_the_end():
         "player  Thank you! Any news from the road?",
         "Mira    Only that the north road is muddy after the rain.",
         "player  Please open the north gate.",
-        "engine  open_gate({'gate': 'north'}) → "
-        "{'opened': False, 'reason': 'the portcullis chain is jammed'}",
-        'guard   The north gate stays shut: {"opened":false,"reason":"the portcullis chain is jammed"}',
+        "engine  open_gate({'gate': 'north'}) → the portcullis chain is jammed",
+        "guard   The north gate stays shut: the portcullis chain is jammed",
         "2 model steps, 1 tool call",
         "session entries after the turn: 4",
         "demo finished in",

@@ -256,10 +256,11 @@ async def drive_worlds_and_npcs(client) -> None:
     await client.request("world/snapshot", {"world": "village"})
 
     reply = {
-        # the closing quote is dropped from the final line only: the stream sees a lineReset
+        # a line opening with a quote streams without it, but this one keeps its quotes (a
+        # quote inside): the final line differs from the stream, which sees a lineReset
         "json": {
             "emotion": "happy",
-            "line": '"Three swords, lad. Forty-five gold."',
+            "line": '"Three swords," he says. "Forty-five gold."',
             "player_options": ["Buy one.", "Goodbye.", "Tell me more."],
             "ends_conversation": False,
         }
