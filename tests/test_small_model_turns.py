@@ -550,6 +550,19 @@ async def test_a_line_telling_a_kept_secret_never_stands():
     assert result["line"] == "Our ale is the finest."
 
 
+async def test_a_secret_the_player_has_earned_may_be_told():
+    model = SmallModel()
+    model.replies = {"respond": ["I water down the ale, you know.", "Our ale is the finest."]}
+    (result,) = await talk(
+        model,
+        ["Why is the ale so thin?"],
+        persona=INNKEEPER,
+        memory={"relationship": 60},
+        options={"playerOptionCount": 0, "secretsUnlockAtRelationship": 50},
+    )
+    assert result["line"] == "I water down the ale, you know."
+
+
 async def test_a_streamed_small_model_line_shows_only_the_line_that_stands():
     model = SmallModel()
     model.replies = {"respond": ["What's on the menu?", "We have stew tonight."]}

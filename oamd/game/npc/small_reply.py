@@ -238,7 +238,9 @@ def _grounding(
         for record in records
         if not record.output.is_error
     ]
-    return Grounding([told], said.line, npc.persona.secrets, outputs)
+    # secrets the player has earned may be told: the guard keeps them out while hidden or guarded
+    kept = () if npc.secrets_visibility() == "shareable" else npc.persona.secrets
+    return Grounding([told], said.line, kept, outputs)
 
 
 @dataclass
