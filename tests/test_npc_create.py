@@ -419,3 +419,12 @@ async def test_the_system_model_warns_when_it_is_unavailable(client):
     assert warning.startswith("The system model is unavailable (")
     assert warning.endswith("); turns will fail with model_unavailable until it is ready.")
     assert entry["model"] == "system"
+
+
+async def test_a_world_that_is_not_a_string_is_named_in_json(client):
+    with anyio.fail_after(5):
+        response = await client.call(
+            "npc/create", {"npc": "g", "persona": {"name": "G"}, "world": {"a": 1}}
+        )
+    assert response["error"]["code"] == -32602
+    assert response["error"]["message"] == "Parameter 'world' must be a string; got {\"a\":1}."

@@ -25,7 +25,7 @@ from oamd.bridge.game.npc.state_params import read_save, restore_history
 from oamd.bridge.game.stores import game
 from oamd.bridge.model_params import resolve_model
 from oamd.bridge.model_warning import system_model_warnings
-from oamd.bridge.params import Params, check_object_id
+from oamd.bridge.params import Params, check_object_id, shown
 from oamd.bridge.state import BridgeState
 from oamd.bridge.tool_params import parse_tool_choice, parse_tools, tool_count_warning
 from oamd.errors import InvalidParams, OamdError
@@ -73,7 +73,7 @@ def _build(
     base = NpcOptions(tool_timeout_seconds=state.config.tool_timeout)
     options, option_warnings = parse_npc_options(options_raw, base, options_path)
     if world is not None and not isinstance(world, str):
-        raise InvalidParams(f"Parameter 'world' must be a string; got {world!r}.")
+        raise InvalidParams(f"Parameter 'world' must be a string; got {shown(world)}.")
     model, model_name = resolve_model(state.config.models, model_raw, use=(req.method, req.id))
     tools, tool_warnings = parse_tools(tools_raw, tools_path)
     world_state = game(req).worlds.get(world) if world is not None else None
