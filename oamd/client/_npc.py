@@ -69,7 +69,7 @@ class Npc:
 
         With ``on_text``, ``on_reset`` or ``on_event`` the line streams: ``on_text`` receives each
         delta of the NPC's line, ``on_reset`` the line that replaces what streamed so far (a
-        ``lineReset``: the daemon took the streamed words back, e.g. the guard replaced them;
+        ``lineReset``: the daemon took the streamed words back, e.g. a fallback line replaced them;
         show this line instead, then append later deltas), ``on_event`` every ``npc/event``
         payload, all before this returns. A subtitle that shows ``on_text`` should pass
         ``on_reset`` too; ``result.line`` is always what stands.
