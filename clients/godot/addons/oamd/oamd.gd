@@ -24,6 +24,11 @@ signal notification_received(method: String, params: Dictionary)
 signal session_event(session: String, request_id: Variant, event: Dictionary)
 ## An `npc/event` notification of an NPC turn.
 signal npc_event(npc: String, request_id: Variant, event: Dictionary)
+## The whole line an NPC has said so far in the streamed turn `request_id` (`npc/talk` with
+## `stream: true`), after `npc_event`: a `lineDelta` appends its `delta`, a `lineReset` replaces
+## the line with its own (the daemon took the streamed words back). Show `line` as it is; the
+## turn's `result.line` is what stands. Not emitted for a turn started by `notify` (no id).
+signal npc_line_changed(npc: String, request_id: int, line: String)
 ## A `world/changed` notification of a `world/subscribe` subscription.
 signal world_changed(world: String, subscription: String, params: Dictionary)
 ## The daemon no longer needs the output of the tool call `call_id` (`tool/cancel`); its handler's
@@ -33,6 +38,9 @@ signal tool_cancelled(call_id: String, params: Dictionary)
 signal response_received(id: int, message: Dictionary)
 ## A line the spawned daemon wrote on stderr (its log).
 signal log_received(line: String)
+## Each `model/availability` answer `wait_for_model` reads: `status` (`downloading` while the
+## model is fetched, with `bytesDownloaded` and `totalBytes` once known), `detail`, `available`.
+signal model_progress(availability: Dictionary)
 
 enum State { CLOSED, CONNECTING, INITIALIZING, READY }
 
@@ -66,6 +74,7 @@ var _token := ""
 var _held: Array[Dictionary] = []  # messages made before `initialize` was answered
 var _pending := {}  # request id -> true until its reply
 var _running_tools := {}  # callId -> cancelled?
+var _npc_lines := {}  # request id -> the line its npc/event line events add up to so far
 
 
 func _init() -> void:
@@ -212,6 +221,28 @@ func world_subscribe(world: String, path := "") -> Dictionary:
 	return await call_method("world/subscribe", {"world": world, "path": path})
 
 
+## Asks `model/availability` every `poll_seconds` until the daemon's model can be used, emitting
+## `model_progress` with each answer, and returns the last reply: `{"result": availability}`
+## (`available` true, or the status that ended the wait) or `{"error": …}`. It asks again while
+## `status` is `downloading`, and once after `downloadable` (a failed download, which the next
+## check starts again: `--model llamacpp:NAME?pull=on-request` fetches a catalog model when
+## asked); anything else (`unavailable`, a second `downloadable`) ends the wait. Every number in
+## `availability` is a float, as everywhere in Godot's JSON.
+func wait_for_model(poll_seconds := 1.0) -> Dictionary:
+	var retried := false
+	while true:
+		var reply: Dictionary = await call_method("model/availability")
+		if not reply.has("result"):
+			return reply
+		var availability: Dictionary = reply["result"]
+		model_progress.emit(availability)
+		if not _polls_again(availability, retried):
+			return reply
+		retried = retried or availability.get("status") == "downloadable"
+		await get_tree().create_timer(poll_seconds).timeout
+	return {}
+
+
 ## True once the daemon cancelled the tool call `call_id` (`call_params["call"]["id"]`): a long
 ## handler can stop early; its answer is dropped anyway.
 func is_tool_call_cancelled(call_id: String) -> bool:
@@ -286,6 +317,24 @@ static func _normal_id(id: Variant) -> Variant:
 	return id
 
 
+# `wait_for_model`'s rule: ask again while the model downloads, and once after a failed download.
+static func _polls_again(availability: Dictionary, retried: bool) -> bool:
+	if availability.get("available", false):
+		return false
+	var status = availability.get("status", "")
+	return status == "downloading" or (status == "downloadable" and not retried)
+
+
+# The line an NPC's turn shows after `event`: `lineDelta` appends, `lineReset` replaces.
+static func _folded_line(shown: String, event: Dictionary) -> String:
+	match event.get("type"):
+		"lineDelta":
+			return shown + str(event.get("delta", ""))
+		"lineReset":
+			return str(event.get("line", ""))
+	return shown
+
+
 static func _error(code: String, message: String) -> Dictionary:
 	return {"code": 0, "message": message, "data": {"code": code}}
 
@@ -347,6 +396,7 @@ func _handle_line(text: String) -> void:
 		_on_initialized(message)
 		return
 	_pending.erase(id)
+	_npc_lines.erase(id)  # the turn is over: its result.line stands
 	response_received.emit(id, message)
 
 
@@ -370,7 +420,14 @@ func _dispatch(method: String, params: Dictionary) -> void:
 		"session/event":
 			session_event.emit(str(params.get("session", "")), request_id, params.get("event", {}))
 		"npc/event":
-			npc_event.emit(str(params.get("npc", "")), request_id, params.get("event", {}))
+			var npc := str(params.get("npc", ""))
+			var event = params.get("event", {})
+			npc_event.emit(npc, request_id, event)
+			if typeof(request_id) == TYPE_INT and event is Dictionary and event.has("type"):
+				if event["type"] in ["lineDelta", "lineReset"]:
+					var line := _folded_line(_npc_lines.get(request_id, ""), event)
+					_npc_lines[request_id] = line
+					npc_line_changed.emit(npc, request_id, line)
 		"world/changed":
 			world_changed.emit(
 				str(params.get("world", "")), str(params.get("subscription", "")), params
@@ -417,6 +474,7 @@ func _finish(error: Dictionary) -> void:
 	_transport = null
 	_held.clear()
 	_running_tools.clear()
+	_npc_lines.clear()
 	var closed := _error("connection_closed", "The connection to the daemon closed.")
 	for id in _pending.keys():
 		_pending.erase(id)
