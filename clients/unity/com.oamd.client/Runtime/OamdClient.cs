@@ -170,6 +170,10 @@ namespace Oamd
                 if (_pending.TryRemove(id, out abandoned)) abandoned.TrySetCanceled();
             }))
                 reply = await waiter.Task.ConfigureAwait(false);
+            // A turn's events are queued for the context before its reply is read; the reply is handed on
+            // once they have run, so code awaiting it there (Unity's main thread) has seen the whole stream,
+            // however the threads ran (a reply in before the call reached its await would overtake them).
+            if (_callbacks.Waiting) await _callbacks.CatchUp().ConfigureAwait(false);
             object error;
             if (reply.TryGetValue("error", out error))
                 throw OamdException.FromError(error as Dictionary<string, object>);
