@@ -932,3 +932,58 @@ async def test_a_decoding_small_models_arguments_are_read_again_from_the_players
         options={"playerOptionCount": 0},
     )
     assert result["toolCalls"][0]["call"]["arguments"] == {"name": "Silas Crane"}
+
+
+# ---- barks ------------------------------------------------------------------------------------
+
+
+async def bark(model: SmallModel, situation: Any = None) -> dict[str, Any]:
+    async with memory_daemon(default_config(model), tool_handler=tools_reply) as client:
+        with anyio.fail_after(10):
+            await client.request("initialize", {"protocolVersion": "1.0"})
+            await client.request("npc/create", {"npc": "mira", "persona": PERSONA})
+            params = (
+                {"npc": "mira"} if situation is None else {"npc": "mira", "situation": situation}
+            )
+            return await client.call("npc/bark", params)
+
+
+async def test_a_small_models_bark_answers_the_moment_in_plain_words_without_the_frame():
+    model = SmallModel()
+    model.replies = {"respond": ["Welcome in, traveller, mind the step."]}
+    answered = await bark(model, "The player walks into the tavern.")
+    assert answered["result"]["line"] == "Welcome in, traveller, mind the step."
+    (request,) = [r for r in model.requests if r.kind == "respond"]
+    asked = request.messages[-1]
+    assert (asked.role, asked.content) == ("user", "The player walks into the tavern.")
+    said_to_it = " ".join(m.content for m in request.messages)
+    assert "Situation:" not in said_to_it and "Player:" not in said_to_it
+    assert request.messages[0].content.startswith("You are Mira")  # its dialogue's system text
+
+
+async def test_a_bark_that_speaks_the_scaffolding_or_the_moment_is_written_again():
+    model = SmallModel()
+    model.replies = {
+        "respond": [
+            '"Situation: The player walks into the tavern.',
+            "The player walks into the tavern.",
+            "Come in out of the rain, love.",
+        ]
+    }
+    answered = await bark(model, "The player walks into the tavern.")
+    assert answered["result"]["line"] == "Come in out of the rain, love."
+    respond = [r for r in model.requests if r.kind == "respond"]
+    assert len(respond) == 3
+    assert respond[1].sampling.temperature > respond[0].sampling.temperature  # written hotter
+
+
+async def test_a_bark_the_guard_refuses_every_time_fails_and_says_why():
+    model = SmallModel()
+    model.replies = {"respond": ["(The player says nothing)", "{}", "5"]}
+    answered = await bark(model)
+    assert answered["error"]["data"] == {"code": "generation_failed"}
+    assert answered["error"]["message"].startswith(
+        "The model produced no bark that could be spoken"
+    )
+    (first, *_) = [r for r in model.requests if r.kind == "respond"]
+    assert first.messages[-1].content == "The player is nearby and says nothing."

@@ -8,6 +8,7 @@ dialogue turn itself is ``game/npc/talk.py``'s service.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from oamd.agent.compaction import (
@@ -36,10 +37,12 @@ from oamd.game.npc.prompt import (
     small_model_instructions,
 )
 from oamd.game.npc.reply import spoken_line
+from oamd.game.npc.small_bark import run_small_bark, small_bark_spec
 from oamd.game.npc.small_reply import prefill_choices
 from oamd.game.npc.tools import new_draft, npc_tools, npc_world_tools
 
 __all__ = [
+    "BarkPlan",
     "bark_spec",
     "compact",
     "compaction_due",
@@ -186,7 +189,16 @@ _QUIET = TurnPeer.quiet(NoToolExecutor("no tools during compaction"))
 ``InvalidRequest``)."""
 
 
-def bark_spec(npc: Npc, situation: Any) -> TurnSpec:
+@dataclass(frozen=True, slots=True)
+class BarkPlan:
+    """A bark as it was asked (the persona and world then): its turn in each layout, the model's
+    own chosen when it runs (a model's layout is known once it has loaded)."""
+
+    full: TurnSpec
+    small: TurnSpec
+
+
+def bark_spec(npc: Npc, situation: Any) -> BarkPlan:
     """A one-off ambient line: no history, memory or tools, at most ``bark_maximum_tokens``."""
     instructions = persona_instructions(
         npc.persona,
@@ -201,16 +213,20 @@ def bark_spec(npc: Npc, situation: Any) -> TurnSpec:
     prompt += f"Situation: {text or 'An ordinary moment.'}\nPlayer: (The player says nothing.)"
     o = npc.options
     sampling = Sampling(temperature=o.temperature, max_tokens=o.bark_maximum_tokens)
-    return TurnSpec(npc.model, instructions, prompt, settings=TurnSettings(sampling=sampling))
+    full = TurnSpec(npc.model, instructions, prompt, settings=TurnSettings(sampling=sampling))
+    return BarkPlan(full, small_bark_spec(npc, text))
 
 
-async def run_bark(npc: Npc, spec: TurnSpec) -> str:
-    """The first line the model speaks for ``spec``.
+async def run_bark(npc: Npc, plan: BarkPlan) -> str:
+    """The first line the model speaks for ``plan`` (a small model's: ``small_bark``).
 
     Raises:
-        ModelError: the turn failed, or its line is empty.
+        ModelError: the turn failed, or its line is empty (on a small model: refused).
     """
-    result = await run_turn(spec, _QUIET)
+    await npc.model.settle_capabilities()
+    if small_model_turns(npc):
+        return await run_small_bark(npc, plan.small, _QUIET)
+    result = await run_turn(plan.full, _QUIET)
     first = next((ln.strip() for ln in result.text.splitlines() if ln.strip()), "")
     line = spoken_line(first, npc.persona.name)
     if not line:
