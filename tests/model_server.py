@@ -15,7 +15,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-__all__ = ["ModelServer", "Route", "serving", "sha256", "small_gguf"]
+__all__ = [
+    "UNPINNED_MODEL",
+    "ModelServer",
+    "Route",
+    "catalog_file",
+    "packaged_model_bytes",
+    "serving",
+    "sha256",
+    "small_gguf",
+]
 
 GATE_TIMEOUT_SECONDS = 60.0
 """Longest a paused response waits for the test to let it go (the test failed by then)."""
@@ -31,6 +40,30 @@ def small_gguf(size: int, seed: int = 0) -> bytes:
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+UNPINNED_MODEL = "smollm2-360m-instruct"
+"""A catalog entry without a pinned size or digest: a mirror may serve another model's bytes
+under its name (trust on first use), as the tests of a fetched model serve the packaged SmolLM2."""
+
+
+def catalog_file(name: str = UNPINNED_MODEL) -> str:
+    """The path of a catalog model's file below ``https://huggingface.co`` (what a mirror set by
+    ``$OAMD_CATALOG_BASE_URL`` serves it at), read from the catalog itself, not the mirror's."""
+    from oamd.models.catalog import CATALOG, HF
+
+    (entry,) = [entry for entry in CATALOG if entry.name == name]
+    assert entry.sha256 is None and entry.size_bytes is None, "a pinned entry takes no other bytes"
+    return entry.url.removeprefix(HF)
+
+
+def packaged_model_bytes() -> bytes:
+    """The packaged SmolLM2's GGUF file: a real model for a test to serve and then load."""
+    from oamd.backends.llamacpp.packaged_model import packaged_model_path
+
+    path = packaged_model_path()
+    assert path is not None
+    return path.read_bytes()
 
 
 @dataclass

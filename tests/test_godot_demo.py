@@ -34,7 +34,7 @@ from typing import Any
 import anyio
 import pytest
 from backends.llama_server import missing_reason
-from model_server import Route, serving
+from model_server import Route, catalog_file, packaged_model_bytes, serving
 from shipped import shipped_oamd
 from test_godot_addon import (
     ADDON,
@@ -774,13 +774,6 @@ def _daemon_model() -> str:
     return model
 
 
-def _catalog_path() -> str:
-    from oamd.models.catalog import CATALOG, HF
-
-    entry = next(entry for entry in CATALOG if entry.name == MODEL_NAME)
-    return entry.url.removeprefix(HF)
-
-
 async def _venv_daemon(store: Path, base_url: str) -> Any:
     """``oamd stdio --model …?pull=on-request`` from this Python, with a model store and
     catalog mirror of the test's own."""
@@ -801,12 +794,8 @@ async def _venv_daemon(store: Path, base_url: str) -> Any:
 async def test_wait_for_model_retries_a_failed_download_follows_its_progress_and_ends_ready(
     tmp_path,
 ):
-    from oamd.backends.llamacpp.packaged_model import packaged_model_path
-
     assert _daemon_model() == f"llamacpp:{MODEL_NAME}?pull=on-request"
-    packaged = packaged_model_path()
-    assert packaged is not None
-    body = packaged.read_bytes()
+    body = packaged_model_bytes()
     paused_at = len(body) // 3
     route = Route(status=503)  # the first download fails
     seen: list[dict[str, Any]] = []
@@ -818,7 +807,7 @@ async def test_wait_for_model_retries_a_failed_download_follows_its_progress_and
         if availability.get("bytesDownloaded") == paused_at:
             route.release.set()
 
-    with serving({_catalog_path(): route}) as server:
+    with serving({catalog_file(MODEL_NAME): route}) as server:
         process = await _venv_daemon(tmp_path, server.url(""))
         async with process:
             addon = Addon(process)
@@ -843,7 +832,7 @@ async def test_wait_for_model_retries_a_failed_download_follows_its_progress_and
     assert (tmp_path / f"{MODEL_NAME}.gguf").stat().st_size == len(body)
     assert seen[-1]["available"] is True and seen[-1]["status"] == "available"
     assert reply == {"jsonrpc": "2.0", "id": reply["id"], "result": seen[-1]}
-    assert len(server.ranges_asked(_catalog_path())) == 2
+    assert len(server.ranges_asked(catalog_file(MODEL_NAME))) == 2
 
 
 @needs_gdtoolkit
@@ -852,7 +841,7 @@ async def test_wait_for_model_retries_a_failed_download_follows_its_progress_and
 async def test_wait_for_model_gives_up_when_the_retried_download_fails_too(tmp_path):
     route = Route(status=503)
     seen: list[dict[str, Any]] = []
-    with serving({_catalog_path(): route}) as server:
+    with serving({catalog_file(MODEL_NAME): route}) as server:
         process = await _venv_daemon(tmp_path, server.url(""))
         async with process:
             addon = Addon(process)
@@ -866,4 +855,4 @@ async def test_wait_for_model_gives_up_when_the_retried_download_fails_too(tmp_p
     assert set(statuses[:-1]) <= {"downloading", "downloadable"}
     assert reply["result"] == seen[-1] and reply["result"]["available"] is False
     assert reply["result"]["detail"].startswith("download failed:")
-    assert len(server.ranges_asked(_catalog_path())) == 2  # the first, and the one retry
+    assert len(server.ranges_asked(catalog_file(MODEL_NAME))) == 2  # the first, and the one retry

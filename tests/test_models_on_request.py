@@ -16,11 +16,9 @@ import anyio
 import anyio.to_thread
 import pytest
 from backends.llama_server import missing_reason
-from model_server import Route, serving, sha256
+from model_server import UNPINNED_MODEL, Route, catalog_file, packaged_model_bytes, serving, sha256
 
-from oamd.backends.llamacpp.packaged_model import packaged_model_path
 from oamd.client import connect_stdio
-from oamd.models.catalog import CATALOG, HF
 
 pytestmark = pytest.mark.anyio
 
@@ -29,23 +27,9 @@ WAIT_SECONDS = 60
 """Bound of a test's waits: under pytest's own timeout, so a stuck wait fails with its place."""
 LLAMA_MISSING = missing_reason(server=False)
 needs_llama = pytest.mark.skipif(LLAMA_MISSING is not None, reason=str(LLAMA_MISSING))
-NAME = "smollm2-360m-instruct"
-"""A catalog entry without a pinned size or digest: the mirror may serve another model's bytes
-(trust on first use), here the packaged SmolLM2-135M."""
+NAME = UNPINNED_MODEL
 SPEC = f"llamacpp:{NAME}?pull=on-request"
 POLL_SECONDS = 0.05
-
-
-def catalog_path() -> str:
-    entry = next(entry for entry in CATALOG if entry.name == NAME)  # not the mirror's URL
-    assert entry.sha256 is None and entry.size_bytes is None
-    return entry.url.removeprefix(HF)
-
-
-def model_bytes() -> bytes:
-    path = packaged_model_path()
-    assert path is not None
-    return path.read_bytes()
 
 
 async def poll(client, until) -> list[dict]:
@@ -61,10 +45,10 @@ async def poll(client, until) -> list[dict]:
 async def test_the_engines_check_starts_the_download_reports_progress_and_loads_the_model(
     tmp_path, monkeypatch
 ):
-    body = model_bytes()
+    body = packaged_model_bytes()
     paused_at = len(body) // 3
     route = Route(body, pause_after=paused_at)
-    with serving({catalog_path(): route}) as server:
+    with serving({catalog_file(): route}) as server:
         monkeypatch.setenv("OAMD_MODELS", str(tmp_path))
         monkeypatch.setenv("OAMD_CATALOG_BASE_URL", server.url(""))
         async with connect_stdio(args=["--model", SPEC]) as client:
@@ -85,7 +69,7 @@ async def test_the_engines_check_starts_the_download_reports_progress_and_loads_
     stored = tmp_path / f"{NAME}.gguf"
     assert sha256(stored.read_bytes()) == sha256(body)
     assert not (tmp_path / f"{NAME}.gguf.part").exists()
-    assert len(server.ranges_asked(catalog_path())) == 1  # one download, however many checks
+    assert len(server.ranges_asked(catalog_file())) == 1  # one download, however many checks
 
 
 @needs_llama
@@ -93,21 +77,21 @@ async def test_a_failed_download_is_reported_once_and_the_next_check_starts_it_a
     tmp_path, monkeypatch
 ):
     route = Route(status=503)
-    with serving({catalog_path(): route}) as server:
+    with serving({catalog_file(): route}) as server:
         monkeypatch.setenv("OAMD_MODELS", str(tmp_path))
         monkeypatch.setenv("OAMD_CATALOG_BASE_URL", server.url(""))
         async with connect_stdio(args=["--model", SPEC]) as client:
             with anyio.fail_after(WAIT_SECONDS):
                 await client.request("initialize", {"protocolVersion": "1.0"})
                 failed = (await poll(client, lambda a: a["status"] != "downloading"))[-1]
-                route.status, route.body = 200, model_bytes()
+                route.status, route.body = 200, packaged_model_bytes()
                 again = await client.request("model/availability", {})
                 ready = (await poll(client, lambda a: a["status"] != "downloading"))[-1]
     assert failed["status"] == "downloadable" and failed["available"] is False
     assert failed["detail"].startswith("download failed: ") and "503" in failed["detail"]
     assert again["status"] == "downloading"  # the failure was said once; this check retried
     assert ready["available"] is True
-    assert len(server.ranges_asked(catalog_path())) >= 2
+    assert len(server.ranges_asked(catalog_file())) >= 2
 
 
 @pytest.mark.parametrize(
@@ -134,7 +118,7 @@ def test_the_option_is_refused_where_there_is_nothing_to_fetch(tmp_path, spec, s
 
 @needs_llama
 async def test_without_the_option_the_daemon_starts_no_download(tmp_path, monkeypatch):
-    with serving({catalog_path(): Route(model_bytes())}) as server:
+    with serving({catalog_file(): Route(packaged_model_bytes())}) as server:
         monkeypatch.setenv("OAMD_MODELS", str(tmp_path))
         monkeypatch.setenv("OAMD_CATALOG_BASE_URL", server.url(""))
         async with connect_stdio(args=["--model", f"llamacpp:{NAME}"]) as client:
@@ -143,4 +127,4 @@ async def test_without_the_option_the_daemon_starts_no_download(tmp_path, monkey
                 asked = await client.request("model/availability", {})
     assert asked["status"] == "downloadable"
     assert f"oamd models pull {NAME}" in asked["detail"]
-    assert server.ranges_asked(catalog_path()) == []
+    assert server.ranges_asked(catalog_file()) == []

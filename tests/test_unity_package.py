@@ -30,6 +30,8 @@ RUNTIME = PACKAGE / "Runtime"
 MCS = shutil.which("mcs")
 MONO = shutil.which("mono")
 RUN_SECONDS = 50
+SCENARIO = (UNITY / "smoke" / "Scenario.cs", UNITY / "smoke" / "MainLoop.cs")
+"""The console program that plays the engine's part, on a main loop as Unity's."""
 """One scenario takes about two seconds; the margin is for a cold, busy CI machine."""
 
 SEMVER = re.compile(
@@ -57,7 +59,7 @@ def compile_cs(out: Path, *sources: str | Path, library: bool = False, define: s
 @pytest.fixture(scope="module")
 def scenario_exe(tmp_path_factory) -> Path:
     exe = tmp_path_factory.mktemp("unity") / "scenario.exe"
-    compile_cs(exe, *runtime_sources(), UNITY / "smoke" / "Scenario.cs")
+    compile_cs(exe, *runtime_sources(), *SCENARIO)
     return exe
 
 
@@ -310,7 +312,7 @@ async def test_the_executable_path_may_name_the_dist_folder(scenario_exe, tmp_pa
 
 async def test_a_player_that_cannot_start_processes_refuses_stdio_with_a_clear_exception(tmp_path):
     exe = tmp_path / "android.exe"
-    compile_cs(exe, *runtime_sources(), UNITY / "smoke" / "Scenario.cs", define="UNITY_ANDROID")
+    compile_cs(exe, *runtime_sources(), *SCENARIO, define="UNITY_ANDROID")
     with anyio.fail_after(RUN_SECONDS):
         result = await anyio.run_process([MONO, str(exe), "spawn", sys.executable])
     out = result.stdout.decode()
@@ -356,7 +358,7 @@ async def test_in_unity_play_mode_exit_script_reload_and_quit_close_open_clients
     compile_cs(
         exe,
         *runtime_sources(),
-        UNITY / "smoke" / "Scenario.cs",
+        *SCENARIO,
         UNITY / "smoke" / "UnityEngineStub.cs",
         UNITY / "smoke" / "UnityEditorStub.cs",
         define="UNITY_5_3_OR_NEWER;UNITY_EDITOR",

@@ -19,12 +19,9 @@ from pathlib import Path
 import anyio
 import pytest
 from backends.llama_server import missing_reason
-from model_server import Route, serving, sha256
+from model_server import Route, catalog_file, packaged_model_bytes, serving, sha256
 from shipped import shipped_oamd
 from test_unity_package import GUID, MONO, PACKAGE, RUN_SECONDS, UNITY, compile_cs, runtime_sources
-
-from oamd.backends.llamacpp.packaged_model import packaged_model_path
-from oamd.models.catalog import CATALOG, HF
 
 pytestmark = pytest.mark.anyio
 
@@ -305,18 +302,6 @@ def daemon_wrapper(folder: Path) -> Path:
     return wrapper
 
 
-def catalog_path() -> str:
-    (entry,) = [e for e in CATALOG if e.name == CATALOG_NAME]
-    assert entry.sha256 is None and entry.size_bytes is None
-    return entry.url.removeprefix(HF)
-
-
-def model_bytes() -> bytes:
-    path = packaged_model_path()
-    assert path is not None
-    return path.read_bytes()
-
-
 def progress(line: str) -> dict[str, str]:
     """``progress: STATUS available=… bytes=… total=… main=… detail=…`` as a dict."""
     status, rest = line.split(" ", 1)
@@ -368,7 +353,7 @@ def test_waiting_for_a_model_already_there_ends_after_one_check_and_it_answers(w
 async def test_a_model_not_downloaded_that_may_not_be_fetched_is_asked_twice_then_left(
     wait_exe, tmp_path
 ):
-    with serving({catalog_path(): Route(model_bytes())}) as server:
+    with serving({catalog_file(CATALOG_NAME): Route(packaged_model_bytes())}) as server:
         env = mirror_env(tmp_path / "store", server.url(""))
         seen: list[dict[str, str]] = []
         out = await watch(
@@ -389,7 +374,7 @@ async def test_a_model_not_downloaded_that_may_not_be_fetched_is_asked_twice_the
 async def test_the_wait_follows_a_download_to_the_loaded_model_reporting_on_the_main_thread(
     wait_exe, tmp_path
 ):
-    body = model_bytes()
+    body = packaged_model_bytes()
     paused_at = len(body) // 3
     route = Route(body, pause_after=paused_at)
     seen: list[dict[str, str]] = []
@@ -400,7 +385,7 @@ async def test_the_wait_follows_a_download_to_the_loaded_model_reporting_on_the_
             route.release.set()  # the game saw the download stand at a third: let it go on
 
     store = tmp_path / "store"
-    with serving({catalog_path(): route}) as server:
+    with serving({catalog_file(CATALOG_NAME): route}) as server:
         out = await watch(
             wait_exe,
             str(daemon_wrapper(tmp_path)),
@@ -423,7 +408,7 @@ async def test_the_wait_follows_a_download_to_the_loaded_model_reporting_on_the_
     assert f"result: available available=true reports={len(seen)}" in out
     assert "answered: yes" in out  # the model the game waited for answers a turn
     assert sha256((store / f"{CATALOG_NAME}.gguf").read_bytes()) == sha256(body)
-    assert len(server.ranges_asked(catalog_path())) == 1
+    assert len(server.ranges_asked(catalog_file(CATALOG_NAME))) == 1
 
 
 @needs_llama
@@ -437,12 +422,15 @@ async def test_a_failed_download_is_started_again_once_and_a_second_failure_ends
     def on_progress(answer: dict[str, str]) -> None:
         seen.append(answer)
         if recovers and answer["status"] == "downloadable":
-            route.status, route.body = 200, model_bytes()  # the server is back for the retry
+            route.status, route.body = (
+                200,
+                packaged_model_bytes(),
+            )  # the server is back for the retry
 
     # polled once a second, as an engine does: time for this test to bring the server back
     # between the failure's report and the check that starts the download again
     poll = "1000" if recovers else "50"
-    with serving({catalog_path(): route}) as server:
+    with serving({catalog_file(CATALOG_NAME): route}) as server:
         out = await watch(
             wait_exe,
             str(daemon_wrapper(tmp_path)),
@@ -463,4 +451,4 @@ async def test_a_failed_download_is_started_again_once_and_a_second_failure_ends
         assert len(failures) == 2 and seen[-1] == failures[-1]
         assert f"result: downloadable available=false reports={len(seen)}" in out
     # the first pull (started by initialize), then the one the first failure's next check started
-    assert len(server.ranges_asked(catalog_path())) == 2
+    assert len(server.ranges_asked(catalog_file(CATALOG_NAME))) == 2

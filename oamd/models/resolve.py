@@ -106,20 +106,25 @@ def _on_request(name: str, store: Store) -> OnRequestPull:
     return OnRequestPull(store, name, url, None, None)
 
 
+def _downloading(label: str, done: int, total: int | None, how: str) -> Location:
+    """A check's answer while a pull runs: its progress, and ``how`` it was started."""
+    of = f" of {total}" if total is not None else ""
+    return Location(
+        label,
+        status="downloading",
+        detail=f"downloaded {done}{of} bytes ({how})",
+        bytes_downloaded=done,
+        total_bytes=total,
+    )
+
+
 def _fetching(label: str, name: str, fetch: OnRequestPull) -> Location:
     """What a check answers while ``pull=on-request`` fetches the model (and starts it)."""
     state = fetch.check()
     if state.failure is not None:
         return Location(label, status="downloadable", detail=f"download failed: {state.failure}")
-    done, total = state.bytes_downloaded, state.total_bytes
-    of = f" of {total}" if total is not None else ""
-    return Location(
-        label,
-        status="downloading",
-        detail=f"downloaded {done}{of} bytes (fetching {name} on request)",
-        bytes_downloaded=done,
-        total_bytes=total,
-    )
+    how = f"fetching {name} on request"
+    return _downloading(label, state.bytes_downloaded, state.total_bytes, how)
 
 
 def _store_locator(name: str, store: Store, *, pull_on_request: bool = False) -> Locator:
@@ -144,15 +149,8 @@ def _store_locator(name: str, store: Store, *, pull_on_request: bool = False) ->
             return _fetching(label, name, fetch)
         running = store.pull_state(name)
         if running is not None:
-            done, total = running.bytes_downloaded, running.total_bytes
-            of = f" of {total}" if total is not None else ""
-            return Location(
-                label,
-                status="downloading",
-                detail=f"downloaded {done}{of} bytes ('oamd models pull {name}' is running)",
-                bytes_downloaded=done,
-                total_bytes=total,
-            )
+            how = f"'oamd models pull {name}' is running"
+            return _downloading(label, running.bytes_downloaded, running.total_bytes, how)
         source = name if entry is not None else store.pending_url(name) or name
         size = f" ({entry.approx_bytes / 1e6:.0f} MB, {entry.licence})" if entry else ""
         return Location(

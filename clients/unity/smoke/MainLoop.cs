@@ -1,4 +1,4 @@
-// A main thread for the console programs that play the engine's part (Tavern.cs, WaitForModel.cs): a
+// A main thread for the console programs that play the engine's part (Scenario.cs, Tavern.cs, WaitForModel.cs): a
 // single-threaded SynchronizationContext as Unity's UnitySynchronizationContext, whose Post queues and
 // whose thread runs the queue, so callbacks and the continuations of awaits run where a game's would.
 

@@ -35,7 +35,7 @@ static class Scenario
         string dispatch = args[args.Length - 1];
         try
         {
-            if (dispatch == "context") RunOnContext(() => Run(args));
+            if (dispatch == "context") MainLoop.Run(() => Run(args));  // as Unity's main thread
             else RunWithPump(args);
             return 0;
         }
@@ -315,41 +315,5 @@ static class Scenario
     {
         if (await Task.WhenAny(task, Task.Delay(10000)) != task) throw new TimeoutException(what);
         return await task;
-    }
-
-    // What Unity's UnitySynchronizationContext does: Post queues, the main thread runs the queue.
-    sealed class LoopContext : SynchronizationContext
-    {
-        readonly BlockingCollection<KeyValuePair<SendOrPostCallback, object>> _work =
-            new BlockingCollection<KeyValuePair<SendOrPostCallback, object>>();
-
-        public override void Post(SendOrPostCallback d, object state)
-        {
-            try { _work.Add(new KeyValuePair<SendOrPostCallback, object>(d, state)); }
-            catch (InvalidOperationException) { /* the program is ending; as Unity after play mode */ }
-        }
-
-        public void RunUntil(Task task)
-        {
-            task.ContinueWith(_ => _work.CompleteAdding(), TaskScheduler.Default);
-            foreach (var item in _work.GetConsumingEnumerable()) item.Key(item.Value);
-        }
-    }
-
-    static void RunOnContext(Func<Task> body)
-    {
-        var context = new LoopContext();
-        var previous = SynchronizationContext.Current;
-        SynchronizationContext.SetSynchronizationContext(context);
-        try
-        {
-            Task task = body();
-            context.RunUntil(task);
-            task.GetAwaiter().GetResult();
-        }
-        finally
-        {
-            SynchronizationContext.SetSynchronizationContext(previous);
-        }
     }
 }
