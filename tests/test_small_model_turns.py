@@ -26,6 +26,8 @@ from oamd.backends.base import (
     Usage,
 )
 from oamd.daemon import default_config
+from oamd.game.npc.clauses import ToolAnswer
+from oamd.game.npc.grounding import Grounding
 
 pytestmark = pytest.mark.anyio
 
@@ -442,7 +444,7 @@ INNKEEPER = {
 
 async def test_the_facts_that_bear_on_a_line_come_right_before_it_and_only_those():
     model = SmallModel()
-    model.replies = {"respond": [", love."]}
+    model.replies = {"respond": [" tonight, love."]}
     (result,) = await talk(
         model,
         ["How much is a room for the night?"],
@@ -454,9 +456,10 @@ async def test_the_facts_that_bear_on_a_line_come_right_before_it_and_only_those
     assert user == "A room costs 6 gold a night.\nHow much is a room for the night?"
     assert "Pip" not in system and "Pip" not in user  # a fact that does not bear on it stays out
     assert "water" not in system  # a guarded secret is never shown to a small model
-    # the fact that answers the question opens the line; the model goes on from it
+    # the fact that answers the question opens the line; the model finishes its clause, and
+    # the line ends there (after it a small model contradicts or invents)
     assert reply.reply_prefix == "A room costs 6 gold a night"
-    assert result["line"] == "A room costs 6 gold a night, love."
+    assert result["line"] == "A room costs 6 gold a night tonight."
 
 
 async def test_a_fact_told_to_the_npc_opens_its_line_in_its_own_words():
@@ -468,7 +471,7 @@ async def test_a_fact_told_to_the_npc_opens_its_line_in_its_own_words():
         persona={**INNKEEPER, "knowledge": ["Your stable boy is called Pip."]},
         options={"playerOptionCount": 0},
     )
-    assert result["line"] == "My stable boy is called Pip, a good lad."
+    assert result["line"] == "My stable boy is called Pip."
 
 
 async def test_an_amount_a_tool_returned_opens_the_line():
@@ -480,7 +483,7 @@ async def test_an_amount_a_tool_returned_opens_the_line():
     (reply,) = [r for r in model.requests if r.kind == "respond"]
     # the unit is the tool's own ("… with prices in gold")
     assert reply.reply_prefix == "The stew is 5 gold"
-    assert result["line"] == "The stew is 5 gold a bowl, love."
+    assert result["line"] == "The stew is 5 gold a bowl."
 
 
 async def test_a_line_carrying_a_value_but_not_the_one_asked_for_is_written_again():
@@ -699,8 +702,8 @@ async def test_a_yes_or_no_a_lookup_returned_opens_the_answer_to_a_yes_no_questi
         tools=[wanted],
         options={"playerOptionCount": 0},
     )
-    assert silas["line"] == "Yes, Silas Crane is wanted, for horse theft."
-    assert mara["line"] == "No, Mara Quill is not wanted, she is free to go."
+    assert silas["line"] == "Yes, Silas Crane is wanted."  # the theft was never told
+    assert mara["line"] == "No, Mara Quill is not wanted."
 
 
 async def test_an_orders_total_opens_the_reply_to_the_order():
@@ -722,7 +725,7 @@ async def test_an_orders_total_opens_the_reply_to_the_order():
         options={"playerOptionCount": 0},
     )
     assert result["toolCalls"][0]["call"]["arguments"]["quantity"] == 3
-    assert result["line"] == "That will be 24 copper, dear."
+    assert result["line"] == "That will be 24 copper."
 
 
 async def test_the_total_of_an_order_that_names_no_item_opens_the_reply():
@@ -757,7 +760,7 @@ async def test_the_total_of_an_order_that_names_no_item_opens_the_reply():
         options={"playerOptionCount": 0},
     )
     assert result["toolCalls"][0]["call"]["arguments"] == {"passengers": 3, "horses": 0}
-    assert result["line"] == "That will be 6 copper, friend."
+    assert result["line"] == "That will be 6 copper."
 
 
 async def test_a_fact_told_about_the_npc_in_the_second_person_opens_in_the_first():
@@ -784,8 +787,8 @@ async def test_an_opened_line_ends_with_its_first_sentence_and_one_inventing_a_n
         persona=INNKEEPER,
         options={"playerOptionCount": 0},
     )
-    # "9" is nothing she was told: written again; the second stops at its first sentence
-    assert result["line"] == "A room costs 6 gold a night, love."
+    # "9" is nothing she was told: after the fact's clause, it is cut with the rest of the tail
+    assert result["line"] == "A room costs 6 gold a night."
 
 
 async def test_a_count_a_lookup_returned_answers_a_do_you_have_question_yes_or_no():
@@ -806,8 +809,8 @@ async def test_a_count_a_lookup_returned_answers_a_do_you_have_question_yes_or_n
         tools=[STOCK_TOOL],
         options={"playerOptionCount": 0},
     )
-    assert ingots["line"] == "Yes, 14 in stock, fresh from the forge."
-    assert mail["line"] == "No, none in stock, sold out."
+    assert ingots["line"] == "Yes, 14 in stock."
+    assert mail["line"] == "No, none in stock."
 
 
 async def test_a_question_about_one_item_orders_nothing():
@@ -833,7 +836,7 @@ async def test_a_question_the_menu_answers_without_naming_a_dish_opens_with_the_
         tools=[MENU_TOOL],
         options={"playerOptionCount": 0},
     )
-    assert result["line"] == "Stew is 5 gold and ale is 3 gold, love."
+    assert result["line"] == "Stew is 5 gold and ale is 3 gold."
 
 
 async def test_an_orders_total_is_said_in_the_currency_of_the_npcs_other_tools():
@@ -987,3 +990,44 @@ async def test_a_bark_the_guard_refuses_every_time_fails_and_says_why():
     )
     (first, *_) = [r for r in model.requests if r.kind == "respond"]
     assert first.messages[-1].content == "The player is nearby and says nothing."
+
+
+ROOM = Grounding(["A room costs 6 gold a night."], "How much is a room for the night?")
+LEDGER_OPEN = Grounding(
+    [],
+    "Is the ledger open?",
+    outputs=[ToolAnswer({"name": "the ledger", "open": True, "shelf": "east shelf"}, "")],
+)
+LEDGER_SHUT = Grounding(
+    [],
+    "Is the ledger open?",
+    outputs=[ToolAnswer({"name": "the ledger", "open": False, "until": "Friday"}, "")],
+)
+
+
+@pytest.mark.parametrize(
+    ("grounding", "written", "stands"),
+    [
+        (ROOM, "A room costs 6 gold a night, love.", "A room costs 6 gold a night."),
+        (ROOM, "A room costs 6 gold a night, Wednesday.", "A room costs 6 gold a night."),
+        (ROOM, "A room costs 6 gold a night and 9 for two.", "A room costs 6 gold a night."),
+        (ROOM, "A room costs 6 gold a night!", "A room costs 6 gold a night!"),
+        (ROOM, "Something else entirely, love.", "Something else entirely, love."),  # not opened
+        # what follows the clause may stay when it says only what the NPC was told
+        (ROOM, "A room costs 6 gold a night, 6 gold.", "A room costs 6 gold a night, 6 gold."),
+        (
+            LEDGER_OPEN,
+            "Yes, the ledger is open true, on the east shelf.",
+            "Yes, the ledger is open, on the east shelf.",
+        ),
+        (
+            LEDGER_SHUT,
+            "No, the ledger is not open false until Friday.",
+            "No, the ledger is not open until Friday.",
+        ),
+    ],
+)
+def test_after_the_facts_clause_an_opened_line_keeps_only_what_it_was_told(
+    grounding, written, stands
+):
+    assert grounding.trimmed(written) == stands

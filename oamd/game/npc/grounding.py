@@ -14,6 +14,7 @@ score costs.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +64,13 @@ def relevant_facts(facts: Sequence[str], player_line: str, limit: int = MAX_FACT
     return [fact for _, _, fact in chosen[:limit]]
 
 
+_CLAUSE_END = re.compile(r"[.!?…]+(?=[\s\"'”’)\]]|$)|[,;:–—]|\s(?:but|and|or|so|yet)\b")
+"""Where a clause ends: a sentence's end, a comma or a dash, a conjunction that starts another."""
+
+_JSON_LITERAL = re.compile(r"^\s*(?:true|false|null)\b", re.IGNORECASE)
+"""A JSON value a small model reads off a tool's output after an opening ("…is available true")."""
+
+
 def _numbers_only(values: set[str]) -> set[str]:
     return {v for v in values if v[:1].isdigit()}
 
@@ -91,6 +99,7 @@ class Grounding:
         self._values = set().union(*(c.values for c in clauses)) if clauses else set()
         told = " ".join([*self.facts, *(" ".join(_leaves(o.value)) for o in self.outputs)])
         self._known_numbers = numbers_in(f"{told} {self.player_line}")
+        self._told_words = content_words(told)
         self._secret_words = [content_words(s) - asked.words for s in self.secrets]
         self._asked, self._answer = _answering(clauses, asked)
         totals = [c for c in clauses if c.settles]
@@ -115,6 +124,23 @@ class Grounding:
         the NPC's words (``The steel sword is 45 silver``, ``A room costs 6 gold a night``);
         empty when no clause clearly answers it."""
         return self._answer.opening if self._answer else ""
+
+    def trimmed(self, line: str) -> str:
+        """``line`` as it may stand when it starts with the ``opening``: the opening's clause
+        finished as the model finished it, and after that clause only words of what the line was
+        told (``…is wanted, for horse theft.``), else the sentence ends with the clause. After the
+        fact a small model goes on in its own words, and there it contradicts or invents
+        (measured on the grounded set: ``…is Thursday, Wednesday.``, ``…by the old mill, it grows
+        on the moon.``, ``…, you're right!`` after seven facts)."""
+        opening = self.opening
+        if not opening or not line.startswith(opening):
+            return line
+        tail = _JSON_LITERAL.sub("", line[len(opening) :], count=1)
+        found = _CLAUSE_END.search(tail)
+        if found is None or content_words(tail[found.end() :]) <= self._told_words:
+            return opening + tail
+        mark = found.group() if found.group()[0] in ".!?…" else "."
+        return opening + tail[: found.start()].rstrip() + mark
 
     def carried(self, line: str) -> int:
         """How many of the facts' values the line says."""

@@ -266,7 +266,7 @@ class _Candidate:
         earlier: list[str],
         grounding: Grounding,
     ) -> _Candidate:
-        line = clean_line(result.text, name)
+        line = grounding.trimmed(clean_line(result.text, name))
         problems = line_problems(line, player_line, earlier, name)
         opening = grounding.opening
         if opening and line.startswith(opening) and problems:
