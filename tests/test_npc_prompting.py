@@ -25,7 +25,7 @@ from oamd.game.npc.reply import (
     spoken_line,
     talk_prompt,
 )
-from oamd.game.npc.tools import MemoryDraft
+from oamd.game.npc.tools import MAX_REMEMBERED_CHARS, MemoryDraft
 from oamd.jsonvalue import dumps
 
 GORM = Persona(
@@ -563,6 +563,17 @@ def test_a_known_fact_is_recognised_ignoring_case_and_punctuation():
     assert d.remember("the players NAME is aria") == ToolOutput.text("You already know that.")
     assert d.remember("Aria likes axes.") == ToolOutput.text("Remembered.")
     assert d.remember("aria likes axes") == ToolOutput.text("You already know that.")
+
+
+def test_a_fact_longer_than_a_sentence_or_two_is_refused_and_not_kept():
+    d = draft()
+    said = d.remember("x" * (MAX_REMEMBERED_CHARS + 1))
+    assert said == ToolOutput.error(
+        f"The fact is too long ({MAX_REMEMBERED_CHARS + 1} characters, at most {MAX_REMEMBERED_CHARS}):"
+        " remember one short fact."
+    )
+    assert d.remember("y" * MAX_REMEMBERED_CHARS) == ToolOutput.text("Remembered.")
+    assert d.committed().facts == ["y" * MAX_REMEMBERED_CHARS]
 
 
 def test_a_blank_fact_is_an_error():

@@ -25,6 +25,7 @@ from oamd.game.world.document import (
 )
 
 __all__ = [
+    "MAX_REMEMBERED_CHARS",
     "MemoryDraft",
     "memory_tool_definitions",
     "new_draft",
@@ -32,6 +33,11 @@ __all__ = [
     "npc_world_tools",
     "world_tool_definitions",
 ]
+
+
+MAX_REMEMBERED_CHARS = 300
+"""Characters one remembered fact may have: a sentence or two. A small model's ``remember_fact``
+stored a paragraph of junk, and each fact is sent in every later prompt."""
 
 
 @dataclass
@@ -56,6 +62,11 @@ class MemoryDraft:
         fact = fact.strip()
         if not fact:
             return ToolOutput.error("The fact is empty.")
+        if len(fact) > MAX_REMEMBERED_CHARS:
+            return ToolOutput.error(
+                f"The fact is too long ({len(fact)} characters, at most {MAX_REMEMBERED_CHARS}):"
+                " remember one short fact."
+            )
         known = {self._key(f) for f in [*self.base.facts, *self.facts]}
         if self._key(fact) in known:
             return ToolOutput.text("You already know that.")
