@@ -964,6 +964,26 @@ async def test_a_small_models_bark_answers_the_moment_in_plain_words_without_the
     assert request.messages[0].content.startswith("You are Mira")  # its dialogue's system text
 
 
+async def test_a_bark_is_said_to_whoever_is_near_so_even_an_earned_secret_stays_out():
+    model = SmallModel()
+    model.replies = {"respond": ["Mind the wet floor, friend."]}
+    async with memory_daemon(default_config(model), tool_handler=tools_reply) as client:
+        with anyio.fail_after(10):
+            await client.request("initialize", {"protocolVersion": "1.0"})
+            await client.request(
+                "npc/create",
+                {
+                    "npc": "mira",
+                    "persona": INNKEEPER,
+                    "memory": {"relationship": 80},
+                    "options": {"secretsUnlockAtRelationship": 50},
+                },
+            )
+            await client.request("npc/bark", {"npc": "mira", "situation": "It rains."})
+    (request,) = [r for r in model.requests if r.kind == "respond"]
+    assert "water down" not in " ".join(m.content for m in request.messages)
+
+
 async def test_a_bark_that_speaks_the_scaffolding_or_the_moment_is_written_again():
     model = SmallModel()
     model.replies = {

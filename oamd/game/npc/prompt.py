@@ -156,9 +156,10 @@ def game_state(npc: Npc) -> str | None:
     return npc.world_state.summary(list(npc.options.world_context_paths)) or None
 
 
-def small_model_instructions(npc: Npc) -> str:
+def small_model_instructions(npc: Npc, *, shares_secrets: bool = True) -> str:
     """The system text of a small model's NPC turns: who the NPC is, as a few plain sentences in
-    the second person (a small model copies labels and rule lists into its lines).
+    the second person (a small model copies labels and rule lists into its lines). A bark
+    (``shares_secrets=False``) is said to whoever is near: no secret, however earned.
 
     What the NPC knows is not here: the facts that bear on a line are placed right before it
     (``told_facts``, ``grounding.relevant_facts``), where a small model reads them; a list of
@@ -176,7 +177,7 @@ def small_model_instructions(npc: Npc) -> str:
     if goals:
         parts.append(f"You want: {goals}")
     secret = text_list(p.secrets)
-    if secret and npc.secrets_visibility() == "shareable":
+    if secret and shares_secrets and npc.secrets_visibility() == "shareable":
         parts.append(f"Your secret: {secret} The player has earned your trust; you may share it.")
     if "changeRelationship" in o.memory_tools or memory.relationship != 0:
         parts.append(f"You feel {attitude(memory.relationship)} toward the player.")

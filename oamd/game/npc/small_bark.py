@@ -41,7 +41,8 @@ QUIET_MOMENT = "The player is nearby and says nothing."
 
 def small_bark_spec(npc: Npc, moment: str) -> TurnSpec:
     """The bark's turn: the NPC's small-model system text (the one its dialogue turns send, so a
-    warm NPC finds it cached) and ``moment`` as the message its one line answers."""
+    warm NPC finds it cached; without a secret the player has earned, as the full layout's bark)
+    and ``moment`` as the message its one line answers."""
     o, name = npc.options, npc.persona.name
     sampling = Sampling(
         temperature=LINE_TEMPERATURE if o.temperature is None else o.temperature,
@@ -57,7 +58,10 @@ def small_bark_spec(npc: Npc, moment: str) -> TurnSpec:
         max_sentences=1,
     )
     return TurnSpec(
-        npc.model, small_model_instructions(npc), moment or QUIET_MOMENT, settings=settings
+        npc.model,
+        small_model_instructions(npc, shares_secrets=False),
+        moment or QUIET_MOMENT,
+        settings=settings,
     )
 
 
