@@ -17,18 +17,11 @@ from dataclasses import replace
 from oamd.agent.ports import TurnPeer
 from oamd.agent.run_turn import run_turn
 from oamd.agent.turn_spec import TurnSettings, TurnSpec
-from oamd.backends.base import Sampling
 from oamd.errors import ModelError
 from oamd.game.npc.line_guard import clean_line, line_problems
 from oamd.game.npc.npc import Npc
 from oamd.game.npc.prompt import small_model_instructions
-from oamd.game.npc.small_reply import (
-    LINE_REPETITION_PENALTY,
-    LINE_TEMPERATURE,
-    LINE_TOP_P,
-    RETRY_REPETITION_PENALTY,
-    RETRY_TEMPERATURE,
-)
+from oamd.game.npc.small_reply import line_sampling, retry_sampling
 
 __all__ = ["BARK_ATTEMPTS", "QUIET_MOMENT", "run_small_bark", "small_bark_spec"]
 
@@ -43,17 +36,10 @@ def small_bark_spec(npc: Npc, moment: str) -> TurnSpec:
     """The bark's turn: the NPC's small-model system text (the one its dialogue turns send, so a
     warm NPC finds it cached; without a secret the player has earned, as the full layout's bark)
     and ``moment`` as the message its one line answers."""
-    o, name = npc.options, npc.persona.name
-    sampling = Sampling(
-        temperature=LINE_TEMPERATURE if o.temperature is None else o.temperature,
-        top_p=LINE_TOP_P,
-        max_tokens=o.bark_maximum_tokens,
-        repetition_penalty=LINE_REPETITION_PENALTY,
-    )
     settings = TurnSettings(
-        sampling=sampling,
+        sampling=line_sampling(npc, npc.options.bark_maximum_tokens),
         user_label="player",
-        assistant_label=name,
+        assistant_label=npc.persona.name,
         stop=("\n",),
         max_sentences=1,
     )
@@ -76,12 +62,7 @@ async def run_small_bark(npc: Npc, spec: TurnSpec, peer: TurnPeer) -> str:
     problems: list[str] = []
     for attempt in range(BARK_ATTEMPTS):
         if attempt:
-            sampling = spec.settings.sampling
-            hotter = replace(
-                sampling,
-                temperature=max(RETRY_TEMPERATURE, sampling.temperature or 0.0),
-                repetition_penalty=RETRY_REPETITION_PENALTY,
-            )
+            hotter = retry_sampling(spec.settings.sampling)
             spec = replace(spec, settings=replace(spec.settings, sampling=hotter))
         result = await run_turn(spec, peer)
         line = clean_line(result.text, name)

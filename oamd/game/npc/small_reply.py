@@ -98,12 +98,7 @@ async def run_small_model_talk(
     applies. Memory the tools stage goes to the caller's draft through the tools themselves."""
     choice, instructions, tools = said.choice, setup.instructions, setup.tools
     o, name = npc.options, npc.persona.name
-    sampling = Sampling(
-        temperature=LINE_TEMPERATURE if o.temperature is None else o.temperature,
-        top_p=LINE_TOP_P,
-        max_tokens=o.maximum_response_tokens or LINE_MAX_TOKENS,
-        repetition_penalty=LINE_REPETITION_PENALTY,
-    )
+    sampling = line_sampling(npc, o.maximum_response_tokens or LINE_MAX_TOKENS)
     mode = talk_policy(npc, tools, choice).choice.mode
     if mode in ("auto", "explicit") and _told_answer(said.line, prompt):
         # a lookup is not offered: a small model calls it with whatever words it has
@@ -169,7 +164,7 @@ async def _written(
         if best.good_enough:
             break
         # a refused line is written again hotter; a sane one that missed its facts as it was
-        again = _retry_sampling(sampling) if best.problems else sampling
+        again = retry_sampling(sampling) if best.problems else sampling
         if best.problems:
             # written again without the history: a small model copies what it can see, and its
             # repetition penalty does not reach back into the prompt
@@ -206,7 +201,19 @@ invents no number (or, when it was told nothing, the first the guard lets throug
 the best of them."""
 
 
-def _retry_sampling(sampling: Sampling) -> Sampling:
+def line_sampling(npc: Npc, max_tokens: int) -> Sampling:
+    """How a small model's line is sampled (its dialogue's and its barks'): the NPC's own
+    temperature, else ``LINE_TEMPERATURE``."""
+    o = npc.options
+    return Sampling(
+        temperature=LINE_TEMPERATURE if o.temperature is None else o.temperature,
+        top_p=LINE_TOP_P,
+        max_tokens=max_tokens,
+        repetition_penalty=LINE_REPETITION_PENALTY,
+    )
+
+
+def retry_sampling(sampling: Sampling) -> Sampling:
     """The last try after refused lines samples hotter and penalises repeats harder."""
     return Sampling(
         temperature=max(RETRY_TEMPERATURE, sampling.temperature or 0.0),
